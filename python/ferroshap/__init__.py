@@ -1,0 +1,36 @@
+"""ferroshap: Rust-accelerated Shapley values, driven from Python.
+
+Every estimator follows plan → query → estimate: the compiled core plans the coalitions to
+evaluate, Python evaluates the model on them in large batches, and the core turns the values
+into Shapley values.
+
+Examples
+--------
+>>> import numpy as np, ferroshap as fs
+>>> rng = np.random.default_rng(0)
+>>> background, X = rng.normal(size=(100, 8)), rng.normal(size=(5, 8))
+>>> ex = fs.Explainer(lambda z: np.sin(z).sum(1), background, budget=128)(X)
+>>> ex.values.shape
+(5, 8)
+
+Raw games take boolean coalition masks ``[k, n]``:
+
+>>> fs.shapley_values(lambda masks: masks.sum(axis=1) ** 2.0, 4, method="exact")
+array([4., 4., 4., 4.])
+"""
+
+from ferroshap._core import METHODS, __version__
+from ferroshap.errors import FerroshapError, InvalidArgumentError, InvalidTypeError
+from ferroshap.explainer import Explainer, shapley_values
+from ferroshap.explanation import Explanation
+
+__all__ = [
+    "METHODS",
+    "Explainer",
+    "Explanation",
+    "FerroshapError",
+    "InvalidArgumentError",
+    "InvalidTypeError",
+    "__version__",
+    "shapley_values",
+]

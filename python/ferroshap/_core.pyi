@@ -1,0 +1,85 @@
+"""Type stubs for the compiled module ``ferroshap._core`` (hand-written; checked by stubtest)."""
+
+from typing import final
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["MAX_EXACT_PLAYERS", "METHODS", "Design", "__version__", "plan"]
+
+__version__: str
+
+METHODS: list[str]
+"""Every sampling method name that :func:`plan` accepts, in documentation order."""
+
+MAX_EXACT_PLAYERS: int
+"""Largest number of players that full enumeration accepts (24)."""
+
+@final
+class Design:
+    """A planned set of coalitions plus everything needed to turn their values into Shapley values.
+
+    Row order of :meth:`masks` is the row order that :meth:`estimate` expects. For sampled
+    designs row 0 is the empty coalition and row 1 the grand coalition; for full enumeration row
+    ``r`` is the coalition whose bit ``i`` (player ``i``) is bit ``i`` of ``r``.
+    """
+
+    @property
+    def method(self) -> str:
+        """The method that was planned (``"exact"`` when the budget covered every coalition)."""
+    @property
+    def n_players(self) -> int:
+        """Number of players ``n``."""
+    @property
+    def n_coalitions(self) -> int:
+        """Number of distinct coalitions ``m`` (rows of :meth:`masks`), empty and grand included."""
+    @property
+    def budget(self) -> int:
+        """The budget the design was planned for, after paired rounding to an even number."""
+    @property
+    def exact(self) -> bool:
+        """True when the design enumerates all ``2**n`` coalitions and the estimate is exact."""
+    @property
+    def exact_fallback(self) -> bool:
+        """True when a sampling method was asked for but ``budget >= 2**n`` made it exact."""
+    @property
+    def seed(self) -> int:
+        """The seed the design was planned from."""
+    @property
+    def stream(self) -> int:
+        """The random stream id the design was planned from (per-row designs use one each)."""
+    def masks(self) -> NDArray[np.bool_]:
+        """Coalition indicators, shape ``[m, n]``, C order."""
+    def sizes(self) -> NDArray[np.int64]:
+        """Coalition sizes, shape ``[m]``."""
+    def weights(self) -> NDArray[np.float64]:
+        """Per-coalition regression weight (or matrix-vector factor / n); 0 for empty and grand."""
+    def rank(self) -> int | None:
+        """Numerical rank of the projected weighted design (regression methods, once factorized).
+
+        ``None`` before the first :meth:`estimate` call and for non-regression methods. A full-rank
+        design has rank ``n - 1``.
+        """
+    def estimate(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Shapley values from the coalition values.
+
+        ``values`` has shape ``[m]`` or ``[m, r]`` (one column per explained row and output,
+        float64, finite). Returns ``[n]`` or ``[r, n]``. The first call factorizes the design;
+        later calls reuse the factorization. Each column sums exactly (to rounding) to
+        ``v(N) - v(empty)``. Releases the GIL.
+        """
+
+def plan(
+    method: str,
+    n_players: int,
+    budget: int,
+    seed: int,
+    paired: bool = True,
+    stream: int = 0,
+) -> Design:
+    """Plan a design for ``method`` (one of :data:`METHODS`) on ``n_players`` players.
+
+    ``budget`` counts distinct coalitions, empty and grand included; with ``paired=True`` an odd
+    budget is rounded down. ``budget >= 2**n`` (or ``method="exact"``) gives full enumeration.
+    Raises ``ValueError`` (``ferroshap.errors.InvalidArgumentError``) naming the bad argument.
+    """

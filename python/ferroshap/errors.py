@@ -1,0 +1,50 @@
+"""Exception classes raised by ferroshap.
+
+Every error a user can trigger is a :class:`FerroshapError` and also a built-in ``ValueError`` or
+``TypeError``, so ``except ValueError`` keeps working. Messages name the offending argument, what
+was expected and what was received. The compiled core raises :class:`InvalidArgumentError` too.
+"""
+
+__all__ = ["FerroshapError", "InvalidArgumentError", "InvalidTypeError"]
+
+
+class FerroshapError(Exception):
+    """Base class of every error raised by ferroshap.
+
+    Examples
+    --------
+    >>> import ferroshap as fs
+    >>> try:
+    ...     fs.shapley_values(lambda m: m.sum(1), 3, budget=1)
+    ... except fs.FerroshapError as err:
+    ...     print(type(err).__name__)
+    InvalidArgumentError
+    """
+
+
+class InvalidArgumentError(FerroshapError, ValueError):
+    """An argument has the right type but an invalid value (wrong shape, NaN, out of range).
+
+    Examples
+    --------
+    >>> import ferroshap as fs
+    >>> try:
+    ...     fs.shapley_values(lambda m: m.sum(1), 3, method="nope")
+    ... except ValueError as err:
+    ...     print("method" in str(err))
+    True
+    """
+
+
+class InvalidTypeError(FerroshapError, TypeError):
+    """An argument has an unsupported type (for example a model that cannot be called).
+
+    Examples
+    --------
+    >>> import ferroshap as fs
+    >>> try:
+    ...     fs.Explainer(42, [[0.0]])
+    ... except TypeError as err:
+    ...     print("model" in str(err))
+    True
+    """

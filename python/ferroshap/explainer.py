@@ -1,0 +1,307 @@
+"""Sampling estimators of Shapley values: the :class:`Explainer` and :func:`shapley_values`.
+
+Both follow plan → query → estimate: the compiled core plans a design (the coalitions to
+evaluate), Python evaluates the game on them, and the core turns the values into Shapley values.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from ferroshap import _core
+from ferroshap.backend import DEFAULT_MAX_BYTES, as_2d_array, check_finite
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.explanation import Explanation
+from ferroshap.games import RawGame, TabularGame
+
+__all__ = ["Explainer", "shapley_values"]
+
+Seed = int | np.random.Generator
+
+
+class Explainer:
+    """Shapley values of any tabular model by a sampling estimator.
+
+    The game is interventional: ``v_x(S) = mean_b f(x_S, b_notS)`` over the background rows
+    ``b``, so each coalition costs ``len(background)`` model rows. One design (set of coalitions)
+    serves every explained row of a call, and its factorization is shared.
+
+    Parameters
+    ----------
+    model
+        The model. An object with a ``predict`` method (scikit-learn, LightGBM, ...) is called
+        through ``predict``; otherwise the object itself must be callable. It receives a 2-D
+        NumPy batch ``[batch, n]`` in the data's dtype and returns ``[batch]`` or
+        ``[batch, k]``.
+    background
+        Background rows: a 2-D array or a polars / pandas DataFrame (column names become the
+        feature names). A single row gives the single-baseline game.
+    method
+        One of :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
+        ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
+        ignores ``budget``, at most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features).
+    budget
+        Distinct coalitions evaluated per row, ∅ and the grand coalition included; at least 2,
+        and at least ``2 n`` for ``"permutation"``. With ``paired=True`` an odd budget is rounded
+        down. ``budget >= 2**n`` computes exact values by enumeration, with a ``UserWarning``.
+    paired
+        Sample coalitions together with their complements.
+    seed
+        An int in ``[0, 2**64)`` or a ``numpy.random.Generator``; a generator is drawn from once
+        per call, so successive calls use fresh designs.
+    batch_size
+        Model rows per model call (rounded down to whole coalitions); by default the batches are
+        as large as ``max_bytes`` allows.
+    feature_names
+        Names of the ``n`` features; by default the background's (or X's) DataFrame columns, else
+        ``x0 .. x{n-1}``.
+    progress
+        Show a tqdm progress bar (needs ``tqdm``).
+    per_row_design
+        Plan one design per explained row (stream ``row_index + 1`` of the seed) instead of one
+        shared design, so estimation errors are independent across rows.
+    max_bytes
+        Cap on the bytes of masked model inputs built at once (default 256 MiB).
+
+    Notes
+    -----
+    With a single feature, its value is the whole difference ``f(x) - mean_b f(b)``.
+
+    Examples
+    --------
+    >>> import numpy as np, ferroshap as fs
+    >>> rng = np.random.default_rng(0)
+    >>> background, X = rng.normal(size=(50, 10)), rng.normal(size=(3, 10))
+    >>> w = np.arange(10.0)
+    >>> ex = fs.Explainer(lambda z: z @ w, background, budget=64)(X)
+    >>> np.allclose(ex.values, w * (X - background.mean(0)))
+    True
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        background: Any,
+        method: str = "leverage",
+        budget: int = 2048,
+        paired: bool = True,
+        seed: Seed = 0,
+        batch_size: int | None = None,
+        feature_names: Sequence[str] | None = None,
+        progress: bool = False,
+        per_row_design: bool = False,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self._predict = _model_function(model)
+        self._background, background_names = as_2d_array(background, "background")
+        check_finite(self._background, "background")
+        n = self._background.shape[1]
+        _check_method(method, n)
+        self.method = method
+        self.budget = _check_budget(budget, method, n)
+        self.paired = bool(paired)
+        self.seed = _check_seed(seed)
+        self.batch_size = None if batch_size is None else _check_int(batch_size, "batch_size", 1)
+        self.max_bytes = _check_int(max_bytes, "max_bytes", 1)
+        self.progress = bool(progress)
+        self.per_row_design = bool(per_row_design)
+        if feature_names is not None:
+            feature_names = [str(name) for name in feature_names]
+            if len(feature_names) != n:
+                raise InvalidArgumentError(
+                    f"feature_names has {len(feature_names)} names but background has {n} features"
+                )
+        self._background_names = background_names
+        self.feature_names = feature_names or background_names
+
+    @property
+    def n_features(self) -> int:
+        """Number of features ``n`` (players)."""
+        return int(self._background.shape[1])
+
+    def __call__(self, X: Any) -> Explanation:
+        """Explain the rows of ``X`` (2-D array or DataFrame; a 1-D ``X`` is one row).
+
+        Returns
+        -------
+        Explanation
+            ``values`` of shape ``(rows, n)`` or ``(rows, n, k)``, ``base_values``, ``data`` etc.
+        """
+        x, x_names = as_2d_array(X, "X")
+        check_finite(x, "X")
+        n = self.n_features
+        if x.shape[1] != n:
+            raise InvalidArgumentError(
+                f"X has {x.shape[1]} features but background has {n}; they must match"
+            )
+        if x_names is not None and self._background_names not in (None, x_names):
+            raise InvalidArgumentError(
+                f"X columns {x_names} differ from background columns {self._background_names}"
+            )
+        game = TabularGame(
+            self._predict,
+            self._background,
+            x,
+            max_bytes=self.max_bytes,
+            batch_size=self.batch_size,
+            progress=self.progress,
+        )
+        rows = len(x)
+        seed = _draw_seed(self.seed)
+        streams = range(1, rows + 1) if self.per_row_design else [0]
+        designs = _plan(self.method, n, self.budget, seed, self.paired, streams)
+        if self.per_row_design:
+            masks = [design.masks() for design in designs]
+            sizes = [len(m) for m in masks]
+            values = game.evaluate(np.concatenate(masks), rows=np.repeat(np.arange(rows), sizes))
+            phi = np.stack(_estimate(designs, np.split(values, np.cumsum(sizes)[:-1])))
+        else:
+            (phi,) = _estimate(designs, [game.evaluate(designs[0].masks())])
+        k = int(np.prod(game.output_shape, dtype=np.int64))
+        phi = np.ascontiguousarray(phi.reshape(rows, k, n).transpose(0, 2, 1))  # [rows, n, k]
+        return Explanation(
+            values=phi if game.output_shape else phi[:, :, 0],
+            base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
+            data=x.copy(),
+            feature_names=self.feature_names or x_names or [f"x{i}" for i in range(n)],
+            n_evaluations=max(design.n_coalitions for design in designs),
+            method=self.method,
+            budget=self.budget,
+        )
+
+
+def shapley_values(
+    game: Callable[[np.ndarray], Any],
+    n: int,
+    method: str = "leverage",
+    budget: int = 2048,
+    seed: Seed = 0,
+    paired: bool = True,
+) -> np.ndarray:
+    """Shapley values of a game given as a function of coalitions.
+
+    Parameters
+    ----------
+    game
+        ``game(masks: bool[k, n]) -> float[k]`` or ``float[k, rows]`` (several games at once);
+        ``masks[j, i]`` is true when player ``i`` is in coalition ``j``.
+    n
+        Number of players.
+    method, budget, seed, paired
+        As for :class:`Explainer`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[n]`` for a game returning ``[k]``; ``[rows, n]`` for ``[k, rows]``. Each row sums to
+        ``v(N) - v(∅)``.
+
+    Examples
+    --------
+    >>> import numpy as np, ferroshap as fs
+    >>> fs.shapley_values(lambda masks: masks.all(axis=1) * 1.0, 3, method="exact")
+    array([0.33333333, 0.33333333, 0.33333333])
+    """
+    if not callable(game):
+        raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
+    n = _check_int(n, "n", 1)
+    _check_method(method, n)
+    budget = _check_budget(budget, method, n)
+    (design,) = _plan(method, n, budget, _draw_seed(_check_seed(seed)), bool(paired), [0])
+    raw = RawGame(game, n)
+    (phi,) = _estimate([design], [raw.evaluate(design.masks())])
+    return phi if raw.output_shape else phi[0]
+
+
+def _model_function(model: Any) -> Callable[[np.ndarray], Any]:
+    predict = getattr(model, "predict", None)
+    function = predict if callable(predict) else model
+    if callable(function):
+        return cast(Callable[[np.ndarray], Any], function)
+    raise InvalidTypeError(
+        f"model must be callable or have a predict method, got {type(model).__name__}"
+    )
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}")
+    if int(value) < minimum:
+        raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _check_method(method: str, n: int) -> None:
+    if method not in _core.METHODS:
+        raise InvalidArgumentError(
+            f"method must be one of {', '.join(map(repr, _core.METHODS))}; got {method!r}"
+        )
+    if method == "exact" and n > _core.MAX_EXACT_PLAYERS:
+        raise InvalidArgumentError(
+            f"method='exact' enumerates all 2**n coalitions and supports at most "
+            f"{_core.MAX_EXACT_PLAYERS} features; got n={n}"
+        )
+
+
+def _check_budget(budget: Any, method: str, n: int) -> int:
+    value = _check_int(budget, "budget", 2)
+    if method == "permutation" and value < 2 * n:
+        raise InvalidArgumentError(
+            f"budget must be at least 2n = {2 * n} for method='permutation' with n={n}, got {value}"
+        )
+    return value
+
+
+def _check_seed(seed: Any) -> Seed:
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise InvalidTypeError(
+            f"seed must be an int or a numpy.random.Generator, got {type(seed).__name__}"
+        )
+    if not 0 <= int(seed) < 2**64:
+        raise InvalidArgumentError(f"seed must be in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+def _draw_seed(seed: Seed) -> int:
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, 2**63))
+    return seed
+
+
+def _plan(
+    method: str, n: int, budget: int, seed: int, paired: bool, streams: Sequence[int]
+) -> list[_core.Design]:
+    """Plan one design per stream; warn once if the budget made them exact."""
+    designs = [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
+    if any(design.exact_fallback for design in designs):
+        warnings.warn(
+            f"budget ≥ 2^n (budget={budget}, n={n}): computing exact Shapley values by enumeration",
+            UserWarning,
+            stacklevel=3,
+        )
+    return designs
+
+
+def _estimate(designs: Sequence[_core.Design], values: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Shapley values ``[R, n]`` per design from its values ``[m, R]``; warn on rank deficiency."""
+    phis = [
+        design.estimate(np.ascontiguousarray(v)) for design, v in zip(designs, values, strict=True)
+    ]
+    n = designs[0].n_players
+    ranks = [design.rank() for design in designs]
+    deficient = [rank for rank in ranks if rank is not None and rank < n - 1]
+    if deficient:
+        warnings.warn(
+            f"rank-deficient design (rank {min(deficient)} < n - 1 = {n - 1}): returning the "
+            "minimum-norm solution; increase the budget for reliable values",
+            UserWarning,
+            stacklevel=3,
+        )
+    return phis

@@ -1,0 +1,16 @@
+//! ferroshap-core: coalition designs and Shapley-value estimators in pure Rust.
+//!
+//! The crate follows the plan → query → estimate split: [`sampling::plan`] builds a
+//! [`sampling::Design`] from a seed, the caller evaluates its game on the design's coalitions, and
+//! [`estimator::Estimator`] turns those values (many rows at once) into Shapley values.
+
+pub mod coalitions;
+pub mod error;
+pub mod estimator;
+pub mod exact;
+pub mod sampling;
+pub mod solve;
+
+pub use error::{CoreError, Result};
+pub use estimator::Estimator;
+pub use sampling::{plan, Design, Method, PlanRequest};

@@ -1,0 +1,202 @@
+//! PyO3 bindings of ferroshap-core, compiled into `ferroshap._core`.
+//!
+//! This crate converts arguments and results, releases the GIL around the core's work and maps
+//! core errors (and, defensively, panics) to ferroshap's Python exception classes. It holds no
+//! estimator logic.
+
+mod errors;
+
+use std::sync::OnceLock;
+
+use ferroshap_core::sampling::MAX_EXACT_PLAYERS;
+use ferroshap_core::{Design, Estimator, Method, PlanRequest};
+use numpy::{
+    PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+
+use crate::errors::{guarded, to_py_err};
+
+/// A planned design (see `_core.pyi`); its estimator is factorized on first use and cached.
+#[pyclass(frozen, module = "ferroshap._core", name = "Design")]
+struct PyDesign {
+    design: Design,
+    estimator: OnceLock<Estimator>,
+}
+
+#[pymethods]
+impl PyDesign {
+    #[getter]
+    fn method(&self) -> &'static str {
+        self.design.method.name()
+    }
+
+    #[getter]
+    fn n_players(&self) -> usize {
+        self.design.n_players
+    }
+
+    #[getter]
+    fn n_coalitions(&self) -> usize {
+        self.design.n_coalitions()
+    }
+
+    #[getter]
+    fn budget(&self) -> u64 {
+        self.design.budget
+    }
+
+    #[getter]
+    fn exact(&self) -> bool {
+        self.design.method == Method::Exact
+    }
+
+    #[getter]
+    fn exact_fallback(&self) -> bool {
+        self.design.exact_fallback
+    }
+
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.design.seed
+    }
+
+    #[getter]
+    fn stream(&self) -> u64 {
+        self.design.stream
+    }
+
+    fn masks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<bool>>> {
+        let (m, n) = (self.design.n_coalitions(), self.design.n_players);
+        let flat = py.detach(|| self.design.coalitions.to_indicators());
+        PyArray1::from_vec(py, flat).reshape([m, n])
+    }
+
+    fn sizes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        let sizes: Vec<i64> = self.design.sizes().into_iter().map(|s| s as i64).collect();
+        PyArray1::from_vec(py, sizes)
+    }
+
+    fn weights<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.design.weights)
+    }
+
+    fn rank(&self) -> Option<usize> {
+        self.estimator.get().and_then(Estimator::rank)
+    }
+
+    fn estimate<'py>(
+        &self,
+        py: Python<'py>,
+        values: PyReadonlyArrayDyn<'py, f64>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        let shape = values.shape().to_vec();
+        let (rows, columns) = match shape.as_slice() {
+            [m] => (*m, 1),
+            [m, r] => (*m, *r),
+            _ => {
+                return Err(to_py_err(
+                    py,
+                    ferroshap_core::CoreError::invalid(
+                        "values",
+                        format!("expected a 1-D or 2-D array, got shape {shape:?}"),
+                    ),
+                ))
+            }
+        };
+        let m = self.design.n_coalitions();
+        if rows != m {
+            return Err(to_py_err(
+                py,
+                ferroshap_core::CoreError::invalid(
+                    "values",
+                    format!("expected {m} rows (one per coalition of the design), got {rows}"),
+                ),
+            ));
+        }
+        let owned;
+        let flat: &[f64] = match values.as_slice() {
+            Ok(slice) => slice,
+            Err(_) => {
+                owned = values.as_array().iter().copied().collect::<Vec<f64>>();
+                &owned
+            }
+        };
+        let n = self.design.n_players;
+        let phi = py
+            .detach(|| {
+                guarded(|| {
+                    let estimator = match self.estimator.get() {
+                        Some(e) => e,
+                        None => {
+                            let built = Estimator::new(&self.design)?;
+                            let _ = self.estimator.set(built);
+                            self.estimator.get().expect("estimator was just set")
+                        }
+                    };
+                    estimator.estimate(flat, columns)
+                })
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        let out_shape: Vec<usize> = if shape.len() == 1 {
+            vec![n]
+        } else {
+            vec![columns, n]
+        };
+        PyArray1::from_vec(py, phi).reshape(out_shape)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Design(method={:?}, n_players={}, n_coalitions={}, budget={}, seed={}, stream={})",
+            self.design.method.name(),
+            self.design.n_players,
+            self.design.n_coalitions(),
+            self.design.budget,
+            self.design.seed,
+            self.design.stream
+        )
+    }
+}
+
+/// Plans a design; see `_core.pyi` for the contract.
+#[pyfunction]
+#[pyo3(signature = (method, n_players, budget, seed, paired = true, stream = 0))]
+fn plan(
+    py: Python<'_>,
+    method: &str,
+    n_players: usize,
+    budget: u64,
+    seed: u64,
+    paired: bool,
+    stream: u64,
+) -> PyResult<PyDesign> {
+    let method: Method = method.parse().map_err(|e| to_py_err(py, e))?;
+    let request = PlanRequest {
+        method,
+        n_players,
+        budget,
+        seed,
+        stream,
+        paired,
+    };
+    let design = py
+        .detach(|| guarded(|| ferroshap_core::plan(request)))
+        .map_err(|e| to_py_err(py, e))?;
+    Ok(PyDesign {
+        design,
+        estimator: OnceLock::new(),
+    })
+}
+
+/// The compiled core of ferroshap.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let methods: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+    m.add("METHODS", methods)?;
+    m.add("MAX_EXACT_PLAYERS", MAX_EXACT_PLAYERS)?;
+    m.add_class::<PyDesign>()?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,72 @@
+"""Shared oracles and fixtures: brute-force Shapley values and games with closed-form values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import comb
+
+import numpy as np
+
+Game = Callable[[np.ndarray], np.ndarray]
+
+
+def all_masks(n: int) -> np.ndarray:
+    """All ``2**n`` coalitions as ``bool[2**n, n]``; row ``r`` has player ``i`` iff bit ``i``."""
+    return (np.arange(2**n)[:, None] >> np.arange(n)) & 1 == 1
+
+
+def brute_force_shapley(game: Game, n: int) -> np.ndarray:
+    """Exact Shapley values by enumeration (n ≤ 12): ``[n]`` or ``[r, n]`` like the game.
+
+    φ_i = Σ_{S ⊆ N \\ {i}} s!(n-s-1)!/n! · (v(S + i) - v(S)).
+    """
+    assert n <= 12, "brute force is for small games"
+    values = np.asarray(game(all_masks(n)), dtype=np.float64)
+    codes = np.arange(2**n)
+    sizes = np.array([bin(c).count("1") for c in codes])
+    weight = np.array([1.0 / (n * comb(n - 1, s)) for s in range(n)])
+    phi = np.zeros((n, *values.shape[1:]))
+    for i in range(n):
+        without = codes[(codes >> i) & 1 == 0]
+        w = weight[sizes[without]].reshape(-1, *[1] * (values.ndim - 1))
+        phi[i] = (w * (values[without | (1 << i)] - values[without])).sum(axis=0)
+    return phi.T
+
+
+class Soum:
+    """Sum of unanimity models ``v(S) = Σ_k c_k [T_k ⊆ S]`` with ``φ_i = Σ_{k ∋ i} c_k / |T_k|``.
+
+    ``c_k ~ U[-1, 1]``; each ``T_k`` is a uniform random subset of size ``1..max_order``.
+    """
+
+    def __init__(self, n: int, n_terms: int, max_order: int, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        self.n = n
+        self.coefficients = rng.uniform(-1.0, 1.0, n_terms)
+        self.terms = np.zeros((n_terms, n), dtype=bool)
+        for term in self.terms:
+            term[rng.choice(n, size=rng.integers(1, max_order + 1), replace=False)] = True
+        self.orders = self.terms.sum(axis=1)
+
+    def __call__(self, masks: np.ndarray) -> np.ndarray:
+        contained = masks.astype(np.float64) @ self.terms.T == self.orders
+        return contained @ self.coefficients
+
+    @property
+    def shapley(self) -> np.ndarray:
+        return (self.coefficients / self.orders) @ self.terms
+
+
+class Additive:
+    """Additive game ``v(S) = Σ_{i ∈ S} a_i``, whose Shapley values are ``a``."""
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.shapley = np.random.default_rng(seed).normal(size=n)
+
+    def __call__(self, masks: np.ndarray) -> np.ndarray:
+        return masks @ self.shapley
+
+
+def relative_error(estimate: np.ndarray, truth: np.ndarray) -> float:
+    """``‖estimate - truth‖ / ‖truth‖`` over all entries."""
+    return float(np.linalg.norm(estimate - truth) / np.linalg.norm(truth))
