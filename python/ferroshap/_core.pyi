@@ -5,7 +5,14 @@ from typing import final
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MAX_EXACT_PLAYERS", "METHODS", "Design", "__version__", "plan"]
+__all__ = [
+    "MAX_EXACT_PLAYERS",
+    "METHODS",
+    "Design",
+    "__version__",
+    "fill_masked_inputs",
+    "plan",
+]
 
 __version__: str
 
@@ -82,4 +89,20 @@ def plan(
     ``budget`` counts distinct coalitions, empty and grand included; with ``paired=True`` an odd
     budget is rounded down. ``budget >= 2**n`` (or ``method="exact"``) gives full enumeration.
     Raises ``ValueError`` (``ferroshap.errors.InvalidArgumentError``) naming the bad argument.
+    """
+
+def fill_masked_inputs(
+    out: NDArray[np.float32] | NDArray[np.float64],
+    masks: NDArray[np.bool_],
+    mask_index: NDArray[np.int64],
+    rows: NDArray[np.float32] | NDArray[np.float64],
+    row_index: NDArray[np.int64],
+    background: NDArray[np.float32] | NDArray[np.float64],
+) -> None:
+    """Write the interventional game's model inputs for ``k`` (coalition, row) pairs into ``out``.
+
+    ``out`` is ``[k * B, n]``: block ``j`` holds ``B`` rows, row ``b`` taking ``rows[row_index[j]]``
+    where ``masks[mask_index[j]]`` is true and ``background[b]`` elsewhere. ``out``, ``rows`` and
+    ``background`` share one float dtype; every array is C-contiguous. Runs in parallel with the
+    GIL released. Raises ``InvalidArgumentError`` naming a misshapen argument or a bad index.
     """

@@ -8,6 +8,7 @@ pub mod coalitions;
 pub mod error;
 pub mod estimator;
 pub mod exact;
+pub mod masking;
 pub mod sampling;
 pub mod solve;
 

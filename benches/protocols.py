@@ -1,0 +1,633 @@
+# ruff: noqa: E402 -- thread variables must be set before NumPy and LightGBM are imported
+"""Benchmark protocols: ferroshap against shap's KernelExplainer and shapiq, in one process.
+
+Four protocols, each returning a polars DataFrame (and writing it under ``--out``):
+
+``accuracy``
+    Relative error of every estimator against exact interventional TreeSHAP on a LightGBM model
+    of the breast-cancer data (n = 30), budgets 256 .. 2048, median over seeds.
+``overhead``
+    Engine overhead: seconds per row on a near-free NumPy model (n = 100, one baseline row,
+    budget 4096, 200 rows), against the model alone on the same model rows.
+``high-dim``
+    The same near-free kind of model at n = 784, budget 20000, 100 rows together.
+``lightgbm``
+    End to end on the ``accuracy`` model (50 background rows, budget 2048, 8 rows): explain time
+    divided by the model's own ``predict`` time on the same model rows and batch sizes.
+
+Budgets count distinct coalitions with ∅ and N included, for every library: shap's
+``nsamples`` excludes them (``nsamples = budget - 2``); shapiq's ``budget`` and ferroshap's
+``budget`` include them.
+
+Usage::
+
+    python benches/protocols.py {accuracy,overhead,high-dim,lightgbm,all} [--seeds K] [--quick]
+"""
+
+from __future__ import annotations
+
+import os
+
+# One thread setting for every library, fixed before NumPy / LightGBM / rayon start their pools.
+THREADS = os.environ.setdefault("FERROSHAP_BENCH_THREADS", str(os.cpu_count() or 1))
+os.environ.setdefault("OMP_NUM_THREADS", THREADS)
+os.environ.setdefault("MKL_NUM_THREADS", THREADS)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", THREADS)
+os.environ.setdefault("RAYON_NUM_THREADS", THREADS)
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import ferroshap as fs
+from ferroshap import _core
+from ferroshap.backend import DEFAULT_MAX_BYTES
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+#: ferroshap's sampling methods (``exact`` is not run: it stops at 24 players, here n ≥ 30).
+FS_METHODS = ("kernel", "kernel-wor", "leverage", "modified-l2", "unbiased", "permutation")
+SHAP = "shap KernelExplainer"
+SHAPIQ_KERNEL = "shapiq KernelSHAP"
+SHAPIQ_UNBIASED = "shapiq UnbiasedKernelSHAP"
+
+Model = Callable[[np.ndarray], np.ndarray]
+#: ``explain(model, background, X, budget, seed) -> phi [rows, n]``
+Estimator = Callable[[Model, np.ndarray, np.ndarray, int, int], np.ndarray]
+
+
+# --------------------------------------------------------------------------------------------
+# Models and games
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NearFreeModel:
+    """A model that costs almost nothing: ``f(z) = z @ w + Σ_j z[:, a_j] * z[:, b_j]``.
+
+    Linear plus a few pairwise products, so Shapley values are not trivially linear but the model
+    time is a small fraction of any explainer's time.
+    """
+
+    weights: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+    @classmethod
+    def make(cls, n: int, n_pairs: int = 5, seed: int = 0) -> NearFreeModel:
+        """A random instance on ``n`` features with ``n_pairs`` disjoint product terms."""
+        rng = np.random.default_rng(seed)
+        features = rng.permutation(n)[: 2 * n_pairs]
+        return cls(rng.normal(size=n), features[:n_pairs], features[n_pairs:])
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        """Model output ``[batch]`` for inputs ``[batch, n]``."""
+        return z @ self.weights + (z[:, self.left] * z[:, self.right]).sum(axis=1)
+
+
+def near_free_problem(n: int, rows: int, seed: int = 0) -> tuple[NearFreeModel, np.ndarray, Any]:
+    """The near-free model on ``n`` features, one baseline row and ``rows`` rows to explain."""
+    rng = np.random.default_rng(seed + 1)
+    return NearFreeModel.make(n, seed=seed), rng.normal(size=(1, n)), rng.normal(size=(rows, n))
+
+
+@dataclass(frozen=True)
+class LightGBMProblem:
+    """The breast-cancer LightGBM regressor, its background and the rows to explain."""
+
+    model: Any
+    background: np.ndarray
+    rows: np.ndarray
+
+
+def lightgbm_problem(
+    n_background: int = 50, n_rows: int = 8, data_seed: int = 0
+) -> LightGBMProblem:
+    """``LGBMRegressor(200 trees, 31 leaves)`` on breast cancer (0/1 target as float).
+
+    Background and explained rows are disjoint random rows, fixed by ``data_seed``.
+    """
+    import lightgbm
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = lightgbm.LGBMRegressor(n_estimators=200, num_leaves=31, verbose=-1)
+    model.fit(X, y.astype(float))
+    picked = np.random.default_rng(data_seed).choice(len(X), n_background + n_rows, replace=False)
+    return LightGBMProblem(model, X[picked[:n_background]], X[picked[n_background:]])
+
+
+class InterventionalGame:
+    """``v(S) = mean_b f(x_S, b_notS)`` for one explained row, as shapiq calls a game.
+
+    ``game(coalitions: bool[k, n]) -> float[k]``; masked inputs are built in chunks of at most
+    ``max_bytes`` (ferroshap's default cap), one model call per chunk.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        background: np.ndarray,
+        x: np.ndarray,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self.model, self.background, self.x = model, background, x
+        self.chunk = max(1, max_bytes // background.nbytes)
+
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        """Values of the coalitions ``bool[k, n]``."""
+        coalitions = np.asarray(coalitions, dtype=bool)
+        n_background, n = self.background.shape
+        out = np.empty(len(coalitions))
+        for start in range(0, len(coalitions), self.chunk):
+            part = coalitions[start : start + self.chunk]
+            batch = np.where(part[:, None, :], self.x, self.background[None])
+            values = np.asarray(self.model(batch.reshape(-1, n)), dtype=float)
+            out[start : start + len(part)] = values.reshape(len(part), n_background).mean(axis=1)
+        return out
+
+
+class TimedModel:
+    """Wraps a model and accumulates the seconds and rows spent inside it."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.seconds = 0.0
+        self.rows = 0
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        """Call the model, timing it."""
+        start = time.perf_counter()
+        out = self.model(z)
+        self.seconds += time.perf_counter() - start
+        self.rows += len(z)
+        return out
+
+
+class BatchRecorder:
+    """Wraps a model and records the batch sizes it is called with, plus a copy of the first batch.
+
+    :func:`model_seconds` replays the same batch sizes on that copy, so the model-alone time
+    is measured on ferroshap's batch sizes without storing every masked input.
+    """
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.sizes: list[int] = []
+        self.first: np.ndarray | None = None
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        """Record and call the model."""
+        if self.first is None or len(z) > len(self.first):
+            self.first = z.copy()
+        self.sizes.append(len(z))
+        return self.model(z)
+
+
+def model_seconds(model: Model, recorder: BatchRecorder) -> float:
+    """Seconds the model alone takes on the recorded batch sizes."""
+    assert recorder.first is not None
+    start = time.perf_counter()
+    for size in recorder.sizes:
+        model(recorder.first[:size])
+    return time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------------------------
+# Estimators: explain(model, background, X, budget, seed) -> phi [rows, n]
+# --------------------------------------------------------------------------------------------
+
+
+def ferroshap_estimator(method: str) -> Estimator:
+    """ferroshap's :class:`~ferroshap.Explainer` with ``method``: one design for all rows."""
+
+    def explain(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
+        return fs.Explainer(model, background, method=method, budget=budget, seed=seed)(X).values
+
+    return explain
+
+
+def shap_kernel(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
+    """``shap.KernelExplainer``; ``nsamples = budget - 2`` since shap excludes ∅ and N."""
+    import shap
+
+    np.random.seed(seed)  # noqa: NPY002 -- shap's KernelExplainer samples from the global state
+    explainer = shap.KernelExplainer(model, background)
+    phi = explainer.shap_values(X, nsamples=budget - 2, l1_reg=False, silent=True)
+    return np.asarray(phi, dtype=float).reshape(len(X), -1)
+
+
+def shapiq_estimator(name: str) -> Estimator:
+    """shapiq's ``KernelSHAP`` (paired) or ``UnbiasedKernelSHAP``, one approximator per row.
+
+    Each row gets a fresh approximator with ``random_state=seed``, i.e. the same design for every
+    row as ferroshap uses; shapiq's budget includes ∅ and N.
+    """
+    from shapiq.approximator import KernelSHAP, UnbiasedKernelSHAP
+
+    def make(n: int, seed: int) -> Any:
+        if name == SHAPIQ_KERNEL:
+            return KernelSHAP(n, pairing_trick=True, random_state=seed)
+        return UnbiasedKernelSHAP(n, random_state=seed)
+
+    def explain(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
+        n = X.shape[1]
+        return np.stack(
+            [
+                make(n, seed)
+                .approximate(budget, InterventionalGame(model, background, x))
+                .get_n_order_values(1)
+                for x in X
+            ]
+        )
+
+    return explain
+
+
+def estimators(names: Iterable[str] | None = None) -> dict[str, Estimator]:
+    """All estimators by display name (shap, shapiq and ``ferroshap <method>``), or a subset."""
+    table: dict[str, Estimator] = {
+        SHAP: shap_kernel,
+        SHAPIQ_KERNEL: shapiq_estimator(SHAPIQ_KERNEL),
+        SHAPIQ_UNBIASED: shapiq_estimator(SHAPIQ_UNBIASED),
+    }
+    table.update({f"ferroshap {m}": ferroshap_estimator(m) for m in FS_METHODS})
+    return table if names is None else {name: table[name] for name in names}
+
+
+# --------------------------------------------------------------------------------------------
+# Timing helpers
+# --------------------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    """Wall seconds of one call."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def repeat_seconds(fn: Callable[[], Any], repeat: int) -> list[float]:
+    """Wall seconds of ``repeat`` calls."""
+    return [timed(fn) for _ in range(repeat)]
+
+
+def engine_breakdown(method: str, n: int, budget: int, columns: int, seed: int = 0) -> dict:
+    """Seconds in ferroshap's core: planning and the first (factorizing) and a second estimate.
+
+    The values are random ``[m, columns]``: the cost does not depend on them.
+    """
+    start = time.perf_counter()
+    design = _core.plan(method, n, budget, seed)
+    plan = time.perf_counter() - start
+    values = np.random.default_rng(seed).normal(size=(design.n_coalitions, columns))
+    first = timed(lambda: design.estimate(values))
+    second = timed(lambda: design.estimate(values))
+    return {"plan_s": plan, "estimate_first_s": first, "estimate_again_s": second}
+
+
+@dataclass
+class TimingRow:
+    """One engine's timed runs on ``rows`` rows, and the model seconds of its fastest run.
+
+    The machine may be shared, so the headline is the fastest run (timeit's convention); the
+    median is kept alongside.
+    """
+
+    engine: str
+    rows: int
+    runs: list[float]
+    model_seconds: float
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        """Flat record: fastest and median seconds, seconds per row, runs."""
+        return {
+            "engine": self.engine,
+            "rows_timed": self.rows,
+            "runs": len(self.runs),
+            "seconds": min(self.runs),
+            "seconds_median": statistics.median(self.runs),
+            "seconds_per_row": min(self.runs) / self.rows,
+            "model_seconds_in_run": self.model_seconds,
+            **self.extra,
+        }
+
+
+def time_estimator(
+    name: str,
+    explain: Estimator,
+    model: Model,
+    background: np.ndarray,
+    X: np.ndarray,
+    budget: int,
+    repeat: int = 1,
+    warmup_rows: int = 1,
+) -> TimingRow:
+    """Time ``explain`` on all of ``X`` ``repeat`` times, with the model's share of each run.
+
+    One untimed warm-up call on the first ``warmup_rows`` rows comes first (lazy imports, JIT
+    compilation, thread pools); ``warmup_rows=0`` skips it.
+    """
+    if warmup_rows:
+        explain(model, background, X[:warmup_rows], budget, 0)
+    runs, model_runs = [], []
+    for _ in range(repeat):
+        timer = TimedModel(model)
+        runs.append(timed(lambda timer=timer: explain(timer, background, X, budget, 0)))
+        model_runs.append(timer.seconds)
+    return TimingRow(name, len(X), runs, model_runs[int(np.argmin(runs))])
+
+
+def model_alone(
+    model: Model, background: np.ndarray, X: np.ndarray, budget: int, repeat: int
+) -> TimingRow:
+    """The model alone on ferroshap leverage's batch sizes (same model rows, same batches)."""
+    recorder = BatchRecorder(model)
+    ferroshap_estimator("leverage")(recorder, background, X, budget, 0)
+    recorder.sizes = recorder.sizes[1:]  # drop the background call that gives v(empty)
+    runs = repeat_seconds(lambda: model_seconds(model, recorder), repeat)
+    extra = {"batches": len(recorder.sizes), "model_rows": sum(recorder.sizes)}
+    return TimingRow("model alone", len(X), runs, min(runs), extra)
+
+
+def add_speedups(df: pl.DataFrame, references: Sequence[str]) -> pl.DataFrame:
+    """Columns ``speedup_vs_<ref>``: the reference's seconds per row over each engine's."""
+    for ref in references:
+        ref_time = df.filter(pl.col("engine") == ref)["seconds_per_row"]
+        if len(ref_time):
+            df = df.with_columns(
+                (ref_time[0] / pl.col("seconds_per_row")).alias(f"speedup_vs_{ref.split()[0]}")
+            )
+    return df
+
+
+# --------------------------------------------------------------------------------------------
+# Protocols
+# --------------------------------------------------------------------------------------------
+
+
+def relative_error(estimate: np.ndarray, exact: np.ndarray) -> float:
+    """``sum((phi_hat - phi)**2) / sum(phi**2)`` per row, averaged over rows."""
+    return float(np.mean(((estimate - exact) ** 2).sum(axis=1) / (exact**2).sum(axis=1)))
+
+
+def exact_tree_shap(problem: LightGBMProblem) -> np.ndarray:
+    """Exact interventional TreeSHAP values ``[rows, n]`` of the LightGBM problem."""
+    import shap
+
+    explainer = shap.TreeExplainer(
+        problem.model,
+        data=problem.background,
+        feature_perturbation="interventional",
+        model_output="raw",
+    )
+    return np.asarray(explainer.shap_values(problem.rows), dtype=float)
+
+
+def accuracy(
+    seeds: Sequence[int],
+    budgets: Sequence[int] = (256, 512, 1024, 2048),
+    names: Iterable[str] | None = None,
+    checkpoint: Path | None = None,
+) -> pl.DataFrame:
+    """Protocol (a): one row per (estimator, budget, seed) with the relative error.
+
+    With ``checkpoint``, the long table is rewritten there after every seed.
+    """
+    problem = lightgbm_problem()
+    exact = exact_tree_shap(problem)
+    predict = problem.model.predict
+    records = []
+    for seed in seeds:
+        for budget in budgets:
+            for name, explain in estimators(names).items():
+                start = time.perf_counter()
+                phi = explain(predict, problem.background, problem.rows, budget, seed)
+                records.append(
+                    {
+                        "estimator": name,
+                        "budget": budget,
+                        "seed": seed,
+                        "rel_error": relative_error(phi, exact),
+                        "seconds": time.perf_counter() - start,
+                    }
+                )
+        if checkpoint is not None:
+            pl.DataFrame(records).write_parquet(checkpoint)
+        log(f"accuracy: seed {seed} done")
+    return pl.DataFrame(records)
+
+
+def summarize_accuracy(long: pl.DataFrame) -> pl.DataFrame:
+    """Median error over seeds per estimator and budget, its ratio to shapiq KernelSHAP and shap."""
+    medians = long.group_by("estimator", "budget").agg(
+        pl.col("rel_error").median().alias("median_rel_error"),
+        pl.len().alias("seeds"),
+    )
+    refs = {SHAPIQ_KERNEL: "vs_shapiq_kernel", SHAP: "vs_shap"}
+    for ref, column in refs.items():
+        ref_err = medians.filter(pl.col("estimator") == ref).select(
+            "budget", pl.col("median_rel_error").alias(f"_{column}")
+        )
+        medians = medians.join(ref_err, on="budget", how="left").with_columns(
+            (pl.col("median_rel_error") / pl.col(f"_{column}")).alias(column)
+        )
+    best = pl.col("median_rel_error") == pl.col("median_rel_error").min().over("budget")
+    return (
+        medians.with_columns(best.alias("best"))
+        .drop("_vs_shapiq_kernel", "_vs_shap")
+        .sort("budget", "median_rel_error")
+    )
+
+
+def time_all(
+    names: Sequence[str],
+    model: Model,
+    background: np.ndarray,
+    X: np.ndarray,
+    budget: int,
+    repeat: int,
+    warmup_rows: int,
+) -> list[TimingRow]:
+    """:func:`time_estimator` for each named estimator, in order."""
+    return [
+        time_estimator(name, explain, model, background, X, budget, repeat, warmup_rows)
+        for name, explain in estimators(names).items()
+    ]
+
+
+FS_TIMED = ("ferroshap leverage", "ferroshap kernel")
+
+
+def overhead(
+    n: int = 100, budget: int = 4096, rows: int = 200, baseline_rows: int = 10, repeat: int = 3
+) -> pl.DataFrame:
+    """Protocol (b): seconds per row on the near-free model, one baseline row.
+
+    ferroshap explains all ``rows`` together; shap and shapiq explain the first
+    ``baseline_rows`` rows (their cost is linear in rows) and are reported per row. Every engine
+    gets a warm-up call and ``repeat`` timed runs; the model alone replays ferroshap's batches.
+    """
+    model, background, X = near_free_problem(n, rows)
+    timings = time_all(FS_TIMED, model, background, X, budget, repeat, warmup_rows=rows)
+    for row in timings:
+        row.extra = engine_breakdown(row.engine.split()[1], n, budget, rows)
+    baselines = (SHAP, SHAPIQ_KERNEL)
+    timings += time_all(baselines, model, background, X[:baseline_rows], budget, repeat, 1)
+    timings.append(model_alone(model, background, X, budget, repeat))
+    return add_speedups(pl.DataFrame([t.as_dict() for t in timings]), baselines)
+
+
+def high_dim(
+    n: int = 784,
+    budget: int = 20000,
+    rows: int = 100,
+    baseline_rows: int = 2,
+    skip_baselines: bool = False,
+    repeat: int = 2,
+) -> pl.DataFrame:
+    """Protocol (c): ferroshap leverage on ``rows`` rows together at n = 784, one baseline row.
+
+    ferroshap: ``repeat`` runs after a one-row warm-up, plus the core's planning and estimate
+    seconds measured separately. shap and shapiq: one run on ``baseline_rows`` rows, no warm-up
+    (a row takes seconds), unless ``skip_baselines``.
+    """
+    model, background, X = near_free_problem(n, rows)
+    timings = time_all(FS_TIMED[:1], model, background, X, budget, repeat, warmup_rows=1)
+    timings[0].extra = engine_breakdown("leverage", n, budget, rows)
+    baselines = () if skip_baselines else (SHAP, SHAPIQ_KERNEL)
+    timings += time_all(baselines, model, background, X[:baseline_rows], budget, 1, 0)
+    timings.append(model_alone(model, background, X, budget, repeat))
+    return add_speedups(pl.DataFrame([t.as_dict() for t in timings]), baselines)
+
+
+def lightgbm_end_to_end(budget: int = 2048, repeat: int = 3) -> pl.DataFrame:
+    """Protocol (d): explain time over the model's own ``predict`` time on the same model rows.
+
+    The denominator replays ferroshap leverage's batch sizes (``budget * 50 * 8`` rows) through
+    ``predict``. Every engine explains the 8 rows ``repeat`` times after a one-row warm-up.
+    """
+    problem = lightgbm_problem()
+    predict, background, X = problem.model.predict, problem.background, problem.rows
+    engines = (FS_TIMED[0], SHAP, SHAPIQ_KERNEL)
+    timings = time_all(engines, predict, background, X, budget, repeat, warmup_rows=1)
+    alone = model_alone(predict, background, X, budget, repeat)
+    return pl.DataFrame([t.as_dict() for t in [*timings, alone]]).with_columns(
+        (pl.col("seconds") / min(alone.runs)).alias("ratio_to_model_alone"),
+        (pl.col("seconds") / pl.col("model_seconds_in_run")).alias("ratio_to_model_in_run"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    """Timestamped progress line on stderr."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def machine_info() -> dict:
+    """Machine, thread settings, load and library versions, recorded with every result."""
+    import lightgbm
+    import shap
+
+    return {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+        "threads": {
+            var: os.environ.get(var)
+            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+        }
+        | {"RAYON_NUM_THREADS": os.environ.get("RAYON_NUM_THREADS")},
+        "loadavg": os.getloadavg(),
+        "versions": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "ferroshap": fs.__version__,
+            "shap": shap.__version__,
+            "shapiq": metadata.version("shapiq"),
+            "lightgbm": lightgbm.__version__,
+        },
+    }
+
+
+def to_markdown(df: pl.DataFrame, digits: int = 4) -> str:
+    """A GitHub-markdown table; floats in ``digits`` significant digits."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.{digits}g}"
+        return str(value)
+
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.iter_rows()]
+    return "\n".join(lines)
+
+
+def run(name: str, args: argparse.Namespace) -> pl.DataFrame:
+    """Run one protocol with the command-line options; returns its summary table."""
+    quick = args.quick
+    if name == "accuracy":
+        seeds = range(args.seeds if args.seeds is not None else (2 if quick else 20))
+        budgets = (256, 1024) if quick else (256, 512, 1024, 2048)
+        long = accuracy(seeds, budgets, checkpoint=args.out / "accuracy_long.parquet")
+        return summarize_accuracy(long)
+    if name == "overhead":
+        return overhead(rows=50 if quick else 200, baseline_rows=3 if quick else 10)
+    if name == "high-dim":
+        return high_dim(
+            rows=10 if quick else 100,
+            baseline_rows=1 if quick else args.baseline_rows,
+            skip_baselines=args.skip_baselines,
+        )
+    return lightgbm_end_to_end(repeat=1 if quick else 3)
+
+
+PROTOCOLS = ("overhead", "lightgbm", "accuracy", "high-dim")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command-line entry point; writes ``<out>/<protocol>.parquet``, ``.md`` and ``.json``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("protocol", choices=(*PROTOCOLS, "all"))
+    parser.add_argument("--seeds", type=int, default=None, help="accuracy seeds (default 20)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--skip-baselines", action="store_true", help="high-dim: ferroshap only")
+    parser.add_argument("--baseline-rows", type=int, default=2, help="high-dim: shap/shapiq rows")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    for name in PROTOCOLS if args.protocol == "all" else (args.protocol,):
+        info = machine_info()
+        log(f"{name}: start (load {info['loadavg']})")
+        start = time.perf_counter()
+        table = run(name, args)
+        info |= {"protocol": name, "quick": args.quick, "wall_seconds": time.perf_counter() - start}
+        info["loadavg_end"] = os.getloadavg()
+        table.write_parquet(args.out / f"{name}.parquet")
+        (args.out / f"{name}.md").write_text(to_markdown(table) + "\n")
+        (args.out / f"{name}.json").write_text(json.dumps(info, indent=2) + "\n")
+        with pl.Config(tbl_rows=100, tbl_cols=20, tbl_width_chars=200):
+            print(f"\n## {name}\n{json.dumps(info)}\n{table}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+//! Masked model inputs of the interventional game (the query phase's inner loop).
+//!
+//! For each (coalition, explained row) pair and each background row `b`, the model input takes
+//! the explained row's features inside the coalition and `b`'s features outside it:
+//! `v_x(S) = mean_b f(x_S, b_notS)` needs exactly these `B` inputs per pair.
+
+use rayon::prelude::*;
+
+use crate::error::{CoreError, Result};
+
+/// Where the masked inputs come from: coalitions, explained rows and background, each row-major
+/// with `n_features` columns.
+#[derive(Debug, Clone, Copy)]
+pub struct MaskSources<'a, T> {
+    /// Number of features `n`.
+    pub n_features: usize,
+    /// Coalition indicators, `m × n`.
+    pub masks: &'a [bool],
+    /// Explained rows, `R × n`.
+    pub rows: &'a [T],
+    /// Background rows, `B × n`.
+    pub background: &'a [T],
+}
+
+/// Fills `out` (`k · B × n`, row-major) with the inputs of the pairs
+/// `(mask_index[j], row_index[j])`, `j < k`: block `j` holds `B` rows, one per background row.
+///
+/// Runs in parallel over pairs. Errors name the argument whose shape or index is off.
+pub fn fill_masked_inputs<T: Copy + Send + Sync>(
+    out: &mut [T],
+    sources: MaskSources<'_, T>,
+    mask_index: &[usize],
+    row_index: &[usize],
+) -> Result<()> {
+    let n = sources.n_features;
+    let block = sources.background.len();
+    check_pairs(out.len(), sources, mask_index, row_index)?;
+    if block == 0 {
+        return Ok(());
+    }
+    out.par_chunks_mut(block)
+        .zip(mask_index.par_iter().zip(row_index.par_iter()))
+        .for_each(|(dst, (&mi, &ri))| {
+            let mask = &sources.masks[mi * n..(mi + 1) * n];
+            let x = &sources.rows[ri * n..(ri + 1) * n];
+            for (dst_row, bg_row) in dst
+                .chunks_exact_mut(n)
+                .zip(sources.background.chunks_exact(n))
+            {
+                for (((d, &inside), &xi), &bi) in dst_row.iter_mut().zip(mask).zip(x).zip(bg_row) {
+                    *d = if inside { xi } else { bi };
+                }
+            }
+        });
+    Ok(())
+}
+
+fn check_pairs<T>(
+    out_len: usize,
+    sources: MaskSources<'_, T>,
+    mask_index: &[usize],
+    row_index: &[usize],
+) -> Result<()> {
+    let n = sources.n_features;
+    if n == 0 {
+        return Err(CoreError::invalid(
+            "masks",
+            "must have at least one feature column",
+        ));
+    }
+    let rows_of = |len: usize, name: &'static str| {
+        if len % n == 0 {
+            Ok(len / n)
+        } else {
+            Err(CoreError::invalid(
+                name,
+                format!("expected {n} columns, got {len} values"),
+            ))
+        }
+    };
+    let n_masks = rows_of(sources.masks.len(), "masks")?;
+    let n_rows = rows_of(sources.rows.len(), "rows")?;
+    let n_background = rows_of(sources.background.len(), "background")?;
+    if n_background == 0 {
+        return Err(CoreError::invalid(
+            "background",
+            "must have at least one row",
+        ));
+    }
+    if mask_index.len() != row_index.len() {
+        return Err(CoreError::invalid(
+            "row_index",
+            format!(
+                "has {} entries but mask_index has {}",
+                row_index.len(),
+                mask_index.len()
+            ),
+        ));
+    }
+    let expected = mask_index.len() * n_background * n;
+    if out_len != expected {
+        return Err(CoreError::invalid(
+            "out",
+            format!(
+                "expected {} rows of {n} ({} pairs × {n_background} background rows), got {out_len} values",
+                mask_index.len() * n_background,
+                mask_index.len()
+            ),
+        ));
+    }
+    let out_of_range = |index: &[usize], limit: usize| index.iter().copied().find(|&i| i >= limit);
+    if let Some(bad) = out_of_range(mask_index, n_masks) {
+        return Err(CoreError::invalid(
+            "mask_index",
+            format!("{bad} is out of range for {n_masks} masks"),
+        ));
+    }
+    if let Some(bad) = out_of_range(row_index, n_rows) {
+        return Err(CoreError::invalid(
+            "row_index",
+            format!("{bad} is out of range for {n_rows} rows"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inside_from_the_row_outside_from_each_background_row() {
+        let masks = [true, false, false, true];
+        let rows = [1.0, 2.0, 3.0, 4.0];
+        let background = [10.0, 20.0, 30.0, 40.0];
+        let sources = MaskSources {
+            n_features: 2,
+            masks: &masks,
+            rows: &rows,
+            background: &background,
+        };
+        let mut out = [0.0; 8];
+        fill_masked_inputs(&mut out, sources, &[0, 1], &[1, 0]).unwrap();
+        assert_eq!(out, [3.0, 20.0, 3.0, 40.0, 10.0, 2.0, 30.0, 2.0]);
+        let err = fill_masked_inputs(&mut out, sources, &[0, 2], &[1, 0]).unwrap_err();
+        assert!(matches!(
+            err,
+            CoreError::InvalidArgument {
+                argument: "mask_index",
+                ..
+            }
+        ));
+        let err = fill_masked_inputs(&mut out[..6], sources, &[0, 1], &[1, 0]).unwrap_err();
+        assert!(matches!(
+            err,
+            CoreError::InvalidArgument {
+                argument: "out",
+                ..
+            }
+        ));
+    }
+}
