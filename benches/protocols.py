@@ -572,6 +572,8 @@ def to_markdown(df: pl.DataFrame, digits: int = 4) -> str:
     """A GitHub-markdown table; floats in ``digits`` significant digits."""
 
     def cell(value: Any) -> str:
+        if value is None:
+            return ""
         if isinstance(value, float):
             return f"{value:.{digits}g}"
         return str(value)

@@ -13,6 +13,7 @@ import numpy as np
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
 __all__ = [
+    "CPU_CHUNK_BYTES",
     "DEFAULT_MAX_BYTES",
     "Progress",
     "as_2d_array",
@@ -24,6 +25,13 @@ __all__ = [
 
 DEFAULT_MAX_BYTES = 256 * 2**20
 """Default cap on the bytes of masked model inputs built at once (256 MiB)."""
+
+CPU_CHUNK_BYTES = 4 * 2**20
+"""Bytes of masked inputs per model call when no ``batch_size`` is given (capped by
+``max_bytes``): small enough that building a chunk and the model reading it stay in the CPU's
+cache, large enough that per-call overhead is negligible (thousands of rows). Measured on a
+near-free NumPy model (n = 100): 2 to 4 MiB chunks ran 3 to 5 times faster end to end than
+256 MiB ones; a LightGBM model was indifferent."""
 
 _NUMERIC_KINDS = "biuf"
 
@@ -119,18 +127,21 @@ def chunk_length(unit_bytes: int, unit_rows: int, max_bytes: int, batch_size: in
     """Number of work units per model call (at least one).
 
     A unit is ``unit_rows`` model input rows taking ``unit_bytes`` bytes. With ``batch_size``
-    (model rows per call) given it decides; otherwise the units fit in ``max_bytes``.
+    (model rows per call) given it decides; otherwise the units fit in
+    ``min(max_bytes, CPU_CHUNK_BYTES)``.
 
     Examples
     --------
     >>> chunk_length(unit_bytes=800, unit_rows=10, max_bytes=8000, batch_size=None)
     10
+    >>> chunk_length(unit_bytes=800, unit_rows=10, max_bytes=2**30, batch_size=None)
+    5242
     >>> chunk_length(unit_bytes=800, unit_rows=10, max_bytes=8000, batch_size=35)
     3
     """
     if batch_size is not None:
         return max(1, batch_size // unit_rows)
-    return max(1, max_bytes // unit_bytes)
+    return max(1, min(max_bytes, CPU_CHUNK_BYTES) // unit_bytes)
 
 
 class Progress(Protocol):

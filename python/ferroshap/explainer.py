@@ -55,8 +55,9 @@ class Explainer:
         An int in ``[0, 2**64)`` or a ``numpy.random.Generator``; a generator is drawn from once
         per call, so successive calls use fresh designs.
     batch_size
-        Model rows per model call (rounded down to whole coalitions); by default the batches are
-        as large as ``max_bytes`` allows.
+        Model rows per model call (rounded down to whole coalitions, overriding ``max_bytes``).
+        By default each call gets about 4 MiB of inputs (``backend.CPU_CHUNK_BYTES``, which keeps
+        a CPU model's input in cache), never more than ``max_bytes``.
     feature_names
         Names of the ``n`` features; by default the background's (or X's) DataFrame columns, else
         ``x0 .. x{n-1}``.
