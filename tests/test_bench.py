@@ -1,0 +1,91 @@
+"""The benchmark harness and the ``ferroshap bench`` command."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from ferroshap.bench import available_estimators, run_benchmark, summarize
+from ferroshap.bench.cli import main
+from ferroshap.bench.harness import TIMING_COLUMNS
+from ferroshap.bench.report import format_table
+from ferroshap.errors import InvalidArgumentError
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_exact_method_scores_zero_error() -> None:
+    df = run_benchmark(["enum"], ["exact"], budgets=[16], seeds=[0], quick=True)
+    # Exact enumeration against exact enumeration of the same game: rounding only.
+    assert df["rel_error"][0] < 1e-24
+    assert df["spearman"][0] == pytest.approx(1.0)
+
+
+def test_budgets_are_honoured() -> None:
+    df = run_benchmark(["soum"], ["leverage", "kernel", "permutation"], [100, 200], [0], True)
+    # One explained row; the extra coalition is v(∅), evaluated once on the background.
+    assert (df["coalitions_per_row"] <= df["budget"] + 1).all()
+    assert df.filter(method="leverage")["coalitions_per_row"].to_list() == [101.0, 201.0]
+
+
+def test_reruns_are_identical_except_timing() -> None:
+    args = (["soum", "linear"], ["leverage", "kernel", "unbiased"], [96], [0, 1], True)
+    first, second = (run_benchmark(*args).drop(TIMING_COLUMNS) for _ in range(2))
+    assert first.equals(second)
+
+
+def test_baselines_share_the_protocol() -> None:
+    baselines = [b for b in available_estimators() if b.startswith(("shap", "shapiq"))]
+    regression = [b for b in baselines if not b.endswith("unbiased")]
+    df = run_benchmark(["linear"], ["leverage", *regression], [128], [0], quick=True)
+    # A linear model is additive: every regression estimator recovers it (shapiq's big-M
+    # constraint leaves ~1e-13 of rounding); permutation sums are exact too. The unbiased
+    # (matrix-vector) estimators are only unbiased on it, so they are left out.
+    assert (df["rel_error"] < 1e-6).all(), df.select("method", "rel_error")
+
+
+def test_budget_below_a_methods_minimum_is_recorded_not_raised() -> None:
+    df = run_benchmark(["soum"], ["permutation"], [40], [0], quick=True)
+    assert df["rel_error"].is_nan().all()
+    assert "budget" in df["note"][0]
+
+
+def test_unknown_names_are_rejected() -> None:
+    with pytest.raises(InvalidArgumentError, match="games"):
+        run_benchmark(["nope"], ["leverage"], [64], [0])
+    with pytest.raises(InvalidArgumentError, match="methods"):
+        run_benchmark(["linear"], ["nope"], [64], [0], quick=True)
+
+
+def test_table_lists_every_method_and_marks_the_best() -> None:
+    methods = ["leverage", "kernel", "permutation"]
+    df = run_benchmark(["soum"], methods, [96, 192], [0, 1], quick=True)
+    table = format_table(summarize(df))
+    assert all(method in table for method in methods)
+    assert table.count("*") == 2  # one best per budget
+
+
+def test_command_writes_results_and_plot(tmp_path, capsys) -> None:
+    out, plot = tmp_path / "results.parquet", tmp_path / "errors.png"
+    code = main(
+        [
+            "bench",
+            "--games",
+            "soum,linear",
+            "--methods",
+            "leverage,permutation",
+            "--budgets",
+            "96,192",
+            "--seeds",
+            "2",
+            "--out",
+            str(out),
+            "--plot",
+            str(plot),
+        ]
+    )
+    assert code == 0
+    assert pl.read_parquet(out).height == 2 * 2 * 2 * 2
+    assert plot.read_bytes()[:8] == PNG_MAGIC
+    printed = capsys.readouterr().out
+    assert "leverage" in printed and "permutation" in printed
