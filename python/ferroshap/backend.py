@@ -1,11 +1,16 @@
-"""Array plumbing shared by the explainers: input conversion, validation, chunking, progress.
+"""Array plumbing shared by the explainers: input conversion, validation, device placement,
+chunking, progress.
 
-This is the NumPy path. Inputs (NumPy arrays, nested lists, polars or pandas DataFrames) become
-2-D NumPy arrays that keep the user's dtype, so a float32 model is called with float32 batches.
+Inputs (NumPy arrays, nested lists, polars or pandas DataFrames) become 2-D NumPy arrays that keep
+the user's dtype, so a float32 model is called with float32 batches. Arrays of another library
+(PyTorch, CuPy, JAX or any array-API library) stay in it and on their device: an
+:class:`ArrayBackend` builds masked inputs there and brings only model outputs back to the host.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -15,12 +20,16 @@ from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 __all__ = [
     "CPU_CHUNK_BYTES",
     "DEFAULT_MAX_BYTES",
+    "ArrayBackend",
     "Progress",
     "as_2d_array",
     "check_finite",
     "check_outputs",
+    "check_outputs_shape",
     "chunk_length",
     "progress_bar",
+    "to_host",
+    "to_numpy",
 ]
 
 DEFAULT_MAX_BYTES = 256 * 2**20
@@ -33,7 +42,127 @@ cache, large enough that per-call overhead is negligible (thousands of rows). Me
 near-free NumPy model (n = 100): 2 to 4 MiB chunks ran 3 to 5 times faster end to end than
 256 MiB ones; a LightGBM model was indifferent."""
 
+DEVICE_MEMORY_SHARE = 4
+"""On an accelerator with readable free memory, a chunk of masked inputs takes at most
+``1 / DEVICE_MEMORY_SHARE`` of it (the model's activations need the rest)."""
+
 _NUMERIC_KINDS = "biuf"
+
+
+def _is_foreign_array(data: Any) -> bool:
+    """An array of another array library than NumPy (torch, cupy, jax, array-api objects)."""
+    if isinstance(data, np.ndarray) or not hasattr(data, "shape"):
+        return False
+    if hasattr(data, "__array_namespace__"):
+        return True
+    module = type(data).__module__.split(".")[0]
+    return module in {"torch", "cupy", "jax", "jaxlib"}
+
+
+class ArrayBackend:
+    """The array library and device where a model's inputs live.
+
+    Built from an input array with :meth:`of`. For NumPy the masked inputs are filled by the
+    compiled core; for any other library they are built with that library's own ``where`` on the
+    array's device, and only the (background-averaged) outputs travel back, as float64, once per
+    chunk.
+
+    Attributes
+    ----------
+    xp
+        The array-API namespace (``None`` for NumPy).
+    device
+        The device of the inputs (``None`` for NumPy).
+    library
+        ``"numpy"``, ``"torch"``, ``"cupy"``, ``"jax"`` or ``"array-api"``.
+    """
+
+    def __init__(self, xp: Any, device: Any, library: str) -> None:
+        self.xp, self.device, self.library = xp, device, library
+
+    @classmethod
+    def of(cls, array: Any) -> ArrayBackend:
+        """The backend of ``array``.
+
+        Examples
+        --------
+        >>> ArrayBackend.of(np.zeros(3)).library
+        'numpy'
+        """
+        if not _is_foreign_array(array):
+            return cls(None, None, "numpy")
+        import array_api_compat
+
+        xp = array_api_compat.array_namespace(array)
+        module = type(array).__module__.split(".")[0]
+        library = module if module in {"torch", "cupy"} else "array-api"
+        if module in {"jax", "jaxlib"}:
+            library = "jax"
+        return cls(xp, array_api_compat.device(array), library)
+
+    @property
+    def is_numpy(self) -> bool:
+        """Whether inputs are plain NumPy arrays."""
+        return self.xp is None
+
+    def same_as(self, other: ArrayBackend) -> bool:
+        """Whether ``other`` is the same library on the same device."""
+        return self.library == other.library and str(self.device) == str(other.device)
+
+    def describe(self) -> str:
+        """``"numpy"`` or ``"torch on cuda:0"``, for messages."""
+        return self.library if self.is_numpy else f"{self.library} on {self.device}"
+
+    def asarray(self, array: np.ndarray, dtype: Any = None) -> Any:
+        """Copy a host array to this backend's device (one transfer)."""
+        if self.is_numpy:
+            return np.asarray(array, dtype=dtype)
+        return self.xp.asarray(array, dtype=dtype, device=self.device)
+
+    def chunk_bytes(self, max_bytes: int) -> int:
+        """Bytes of masked inputs per model call: cache-sized on a CPU, as much as ``max_bytes``
+        and a share of the free memory allow on an accelerator."""
+        on_cpu = self.is_numpy or "cpu" in str(self.device).lower()
+        if on_cpu:
+            return min(max_bytes, CPU_CHUNK_BYTES)
+        free = self.free_bytes()
+        return max_bytes if free is None else min(max_bytes, free // DEVICE_MEMORY_SHARE)
+
+    def free_bytes(self) -> int | None:
+        """Free accelerator memory, where the library can tell (CUDA via torch or cupy)."""
+        try:
+            if self.library == "torch" and getattr(self.device, "type", "") == "cuda":
+                import torch
+
+                return int(torch.cuda.mem_get_info(self.device)[0])
+            if self.library == "cupy":
+                import cupy
+
+                return int(cupy.cuda.runtime.memGetInfo()[0])
+        except Exception:
+            return None
+        return None
+
+    @staticmethod
+    def is_out_of_memory(error: BaseException) -> bool:
+        """Whether ``error`` is the host or a device running out of memory."""
+        name = type(error).__name__
+        return (
+            isinstance(error, MemoryError)
+            or name in {"OutOfMemoryError", "OutOfMemory"}
+            or (isinstance(error, RuntimeError) and "out of memory" in str(error).lower())
+        )
+
+    @contextlib.contextmanager
+    def inference(self) -> Iterator[None]:
+        """No gradient tracking around model calls (``torch.inference_mode`` for PyTorch)."""
+        if self.library == "torch":
+            import torch
+
+            with torch.inference_mode():
+                yield
+        else:
+            yield
 
 
 def as_2d_array(data: Any, name: str) -> tuple[np.ndarray, list[str] | None]:
@@ -58,6 +187,8 @@ def as_2d_array(data: Any, name: str) -> tuple[np.ndarray, list[str] | None]:
     >>> as_2d_array(np.zeros(3, np.float32), "X")[0].shape
     (1, 3)
     """
+    if _is_foreign_array(data):
+        return _foreign_2d(data, name), None
     names = None
     if hasattr(data, "columns") and hasattr(data, "to_numpy"):  # polars or pandas DataFrame
         names = [str(column) for column in data.columns]
@@ -80,13 +211,39 @@ def as_2d_array(data: Any, name: str) -> tuple[np.ndarray, list[str] | None]:
     return array, names
 
 
-def check_finite(array: np.ndarray, name: str) -> None:
+def _foreign_2d(data: Any, name: str) -> Any:
+    """Shape checks of :func:`as_2d_array` for an array that stays in its own library."""
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(data)
+    if not (xp.isdtype(data.dtype, "numeric") or xp.isdtype(data.dtype, "bool")):
+        raise InvalidTypeError(f"{name} must hold numbers, got dtype {data.dtype}")
+    if data.ndim == 1:
+        data = xp.reshape(data, (1, -1))
+    if data.ndim != 2 or data.shape[0] == 0 or data.shape[1] == 0:
+        raise InvalidArgumentError(
+            f"{name} must be 1-D (one row) or 2-D [rows, features] with at least one row and "
+            f"feature, got shape {tuple(data.shape)}"
+        )
+    return data
+
+
+def check_finite(array: Any, name: str) -> None:
     """Raise :class:`InvalidArgumentError` naming ``name`` if ``array`` has NaN or inf entries.
+
+    Works on NumPy arrays and on arrays of any array-API library (checked on their device).
 
     Examples
     --------
     >>> check_finite(np.array([1.0, 2.0]), "X")  # finite: returns None
     """
+    if _is_foreign_array(array):
+        import array_api_compat
+
+        xp = array_api_compat.array_namespace(array)
+        if xp.isdtype(array.dtype, "real floating") and not bool(xp.all(xp.isfinite(array))):
+            raise InvalidArgumentError(f"{name} contains NaN or infinite values")
+        return
     if array.dtype.kind != "f":
         return
     bad = ~np.isfinite(array)
@@ -95,6 +252,37 @@ def check_finite(array: np.ndarray, name: str) -> None:
         raise InvalidArgumentError(
             f"{name} contains {int(bad.sum())} NaN or infinite value(s), first at index {first}"
         )
+
+
+def to_numpy(array: Any) -> np.ndarray:
+    """A NumPy array (on the host, in its own dtype, without gradients) of any library's array.
+
+    Examples
+    --------
+    >>> to_numpy([1, 2]).dtype
+    dtype('int64')
+    """
+    if isinstance(array, np.ndarray):
+        return array
+    module = type(array).__module__.split(".")[0]
+    if module == "torch":
+        return np.asarray(array.detach().cpu().numpy())
+    if module == "cupy":
+        return np.asarray(array.get())
+    if _is_foreign_array(array) and hasattr(array, "__dlpack__"):
+        return np.from_dlpack(array)
+    return np.asarray(array)
+
+
+def to_host(array: Any) -> np.ndarray:
+    """:func:`to_numpy` as float64.
+
+    Examples
+    --------
+    >>> to_host([1, 2]).dtype
+    dtype('float64')
+    """
+    return to_numpy(array).astype(np.float64, copy=False)
 
 
 def check_outputs(outputs: Any, expected_rows: int, name: str) -> np.ndarray:
@@ -109,39 +297,48 @@ def check_outputs(outputs: Any, expected_rows: int, name: str) -> np.ndarray:
     dtype('float64')
     """
     try:
-        values = np.asarray(outputs, dtype=np.float64)
+        values = to_host(outputs)
     except (TypeError, ValueError) as err:
         raise InvalidTypeError(
             f"{name} must return numbers convertible to float64, got {type(outputs).__name__}"
         ) from err
-    if values.ndim not in (1, 2) or values.shape[0] != expected_rows:
-        raise InvalidArgumentError(
-            f"{name} must return an array of shape [{expected_rows}] or [{expected_rows}, k] "
-            f"for {expected_rows} input rows, got shape {values.shape}"
-        )
+    check_outputs_shape(values.shape, expected_rows, name)
     check_finite(values, f"{name} output")
     return values
 
 
-def chunk_length(unit_bytes: int, unit_rows: int, max_bytes: int, batch_size: int | None) -> int:
-    """Number of work units per model call (at least one).
-
-    A unit is ``unit_rows`` model input rows taking ``unit_bytes`` bytes. With ``batch_size``
-    (model rows per call) given it decides; otherwise the units fit in
-    ``min(max_bytes, CPU_CHUNK_BYTES)``.
+def check_outputs_shape(shape: tuple[int, ...], expected_rows: int, name: str) -> None:
+    """Raise :class:`InvalidArgumentError` naming ``name`` unless ``shape`` is
+    ``[expected_rows]`` or ``[expected_rows, k]``.
 
     Examples
     --------
-    >>> chunk_length(unit_bytes=800, unit_rows=10, max_bytes=8000, batch_size=None)
+    >>> check_outputs_shape((4, 2), 4, "model")  # fine: returns None
+    """
+    if len(shape) not in (1, 2) or shape[0] != expected_rows:
+        raise InvalidArgumentError(
+            f"{name} must return an array of shape [{expected_rows}] or [{expected_rows}, k] "
+            f"for {expected_rows} input rows, got shape {tuple(shape)}"
+        )
+
+
+def chunk_length(unit_bytes: int, unit_rows: int, chunk_bytes: int, batch_size: int | None) -> int:
+    """Number of work units per model call (at least one).
+
+    A unit is ``unit_rows`` model input rows taking ``unit_bytes`` bytes. With ``batch_size``
+    (model rows per call) given it decides; otherwise the units fit in ``chunk_bytes`` (see
+    :meth:`ArrayBackend.chunk_bytes`).
+
+    Examples
+    --------
+    >>> chunk_length(unit_bytes=800, unit_rows=10, chunk_bytes=8000, batch_size=None)
     10
-    >>> chunk_length(unit_bytes=800, unit_rows=10, max_bytes=2**30, batch_size=None)
-    5242
-    >>> chunk_length(unit_bytes=800, unit_rows=10, max_bytes=8000, batch_size=35)
+    >>> chunk_length(unit_bytes=800, unit_rows=10, chunk_bytes=8000, batch_size=35)
     3
     """
     if batch_size is not None:
         return max(1, batch_size // unit_rows)
-    return max(1, min(max_bytes, CPU_CHUNK_BYTES) // unit_bytes)
+    return max(1, chunk_bytes // unit_bytes)
 
 
 class Progress(Protocol):

@@ -5,7 +5,7 @@ Every error a user can trigger is a :class:`FerroshapError` and also a built-in 
 was expected and what was received. The compiled core raises :class:`InvalidArgumentError` too.
 """
 
-__all__ = ["FerroshapError", "InvalidArgumentError", "InvalidTypeError"]
+__all__ = ["DeviceMemoryError", "FerroshapError", "InvalidArgumentError", "InvalidTypeError"]
 
 
 class FerroshapError(Exception):
@@ -47,4 +47,12 @@ class InvalidTypeError(FerroshapError, TypeError):
     ... except TypeError as err:
     ...     print("model" in str(err))
     True
+    """
+
+
+class DeviceMemoryError(FerroshapError, MemoryError):
+    """The model ran out of (device) memory even on the smallest chunk of inputs.
+
+    Chunks are halved and retried on out-of-memory errors first; this is raised only when a
+    chunk of one coalition still fails, and names the number of model rows that was tried.
     """

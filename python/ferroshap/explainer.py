@@ -9,15 +9,16 @@ from __future__ import annotations
 import numbers
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from ferroshap import _core
-from ferroshap.backend import DEFAULT_MAX_BYTES, as_2d_array, check_finite
+from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array, check_finite, to_numpy
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
-from ferroshap.games import RawGame, TabularGame
+from ferroshap.games import LINKS, RawGame, TabularGame
+from ferroshap.models import ModelFunction, resolve_model
 
 __all__ = ["Explainer", "shapley_values"]
 
@@ -68,6 +69,22 @@ class Explainer:
         shared design, so estimation errors are independent across rows.
     max_bytes
         Cap on the bytes of masked model inputs built at once (default 256 MiB).
+    model_output
+        How to call ``model``: ``"auto"`` (``predict`` if it has one, else call it), ``"call"``,
+        ``"predict"``, ``"predict_proba"`` or ``"decision_function"``.
+    link
+        ``"identity"`` or ``"logit"``: explain ``link(mean_b f(x_S, b_notS))``, e.g. the
+        log-odds of a classifier's averaged probability (as ``shap.KernelExplainer`` does).
+    output_index
+        Explain only this column of a model returning ``[batch, k]``.
+
+    Notes
+    -----
+    Arrays of PyTorch, CuPy, JAX or any array-API library stay in that library and on their
+    device: masked inputs are built there and only background-averaged outputs come back to the
+    host, once per chunk. ``background`` and ``X`` must then be of the same library and device.
+    A ``torch.nn.Module`` gets NumPy data moved to its parameters' device and dtype, and is
+    called under ``torch.inference_mode()``.
 
     Notes
     -----
@@ -97,9 +114,16 @@ class Explainer:
         progress: bool = False,
         per_row_design: bool = False,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        model_output: str = "auto",
+        link: str = "identity",
+        output_index: int | None = None,
     ) -> None:
-        self._predict = _model_function(model)
-        self._background, background_names = as_2d_array(background, "background")
+        if link not in LINKS:
+            raise InvalidArgumentError(f"link must be one of {LINKS}; got {link!r}")
+        self.link = link
+        self._model = resolve_model(model, model_output, output_index)
+        background_array, background_names = as_2d_array(background, "background")
+        self._background = _place(background_array, self._model)
         check_finite(self._background, "background")
         n = self._background.shape[1]
         _check_method(method, n)
@@ -133,7 +157,14 @@ class Explainer:
         Explanation
             ``values`` of shape ``(rows, n)`` or ``(rows, n, k)``, ``base_values``, ``data`` etc.
         """
-        x, x_names = as_2d_array(X, "X")
+        x_array, x_names = as_2d_array(X, "X")
+        x = _place(x_array, self._model)
+        x_backend, background_backend = ArrayBackend.of(x), ArrayBackend.of(self._background)
+        if not x_backend.same_as(background_backend):
+            raise InvalidArgumentError(
+                f"X is a {x_backend.describe()} array but background is "
+                f"{background_backend.describe()}; pass both from the same library and device"
+            )
         check_finite(x, "X")
         n = self.n_features
         if x.shape[1] != n:
@@ -145,14 +176,15 @@ class Explainer:
                 f"X columns {x_names} differ from background columns {self._background_names}"
             )
         game = TabularGame(
-            self._predict,
+            self._model.function,
             self._background,
             x,
             max_bytes=self.max_bytes,
             batch_size=self.batch_size,
             progress=self.progress,
+            link=self.link,
         )
-        rows = len(x)
+        rows = int(x.shape[0])
         seed = _draw_seed(self.seed)
         streams = range(1, rows + 1) if self.per_row_design else [0]
         designs = _plan(self.method, n, self.budget, seed, self.paired, streams)
@@ -168,7 +200,7 @@ class Explainer:
         return Explanation(
             values=phi if game.output_shape else phi[:, :, 0],
             base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
-            data=x.copy(),
+            data=np.array(to_numpy(x)),
             feature_names=self.feature_names or x_names or [f"x{i}" for i in range(n)],
             n_evaluations=max(design.n_coalitions for design in designs),
             method=self.method,
@@ -219,14 +251,12 @@ def shapley_values(
     return phi if raw.output_shape else phi[0]
 
 
-def _model_function(model: Any) -> Callable[[np.ndarray], Any]:
-    predict = getattr(model, "predict", None)
-    function = predict if callable(predict) else model
-    if callable(function):
-        return cast(Callable[[np.ndarray], Any], function)
-    raise InvalidTypeError(
-        f"model must be callable or have a predict method, got {type(model).__name__}"
-    )
+def _place(array: Any, model: ModelFunction) -> Any:
+    """NumPy data moved to the backend and dtype a model requires (a torch module's); anything
+    else unchanged."""
+    if model.backend is None or not ArrayBackend.of(array).is_numpy:
+        return array
+    return model.backend.asarray(array, dtype=model.dtype)
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:

@@ -16,35 +16,148 @@ import numpy as np
 from ferroshap import _core
 from ferroshap.backend import (
     DEFAULT_MAX_BYTES,
+    ArrayBackend,
     check_outputs,
+    check_outputs_shape,
     chunk_length,
     progress_bar,
 )
-from ferroshap.errors import InvalidArgumentError
+from ferroshap.errors import DeviceMemoryError, InvalidArgumentError
 
-__all__ = ["RawGame", "TabularGame"]
+__all__ = ["LINKS", "RawGame", "TabularGame", "apply_link"]
 
 _COMPILED_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+LINKS = ("identity", "logit")
+"""Link functions applied to the background-averaged model output: ``v(S) = link(mean_b f)``."""
+
+
+def apply_link(values: np.ndarray, link: str) -> np.ndarray:
+    """``values`` through the link function ``link`` (one of :data:`LINKS`).
+
+    Examples
+    --------
+    >>> apply_link(np.array([0.5]), "logit")
+    array([0.])
+    """
+    if link == "identity":
+        return values
+    if np.any((values <= 0.0) | (values >= 1.0)):
+        raise InvalidArgumentError(
+            "link='logit' needs model outputs strictly between 0 and 1 (probabilities), got "
+            f"values in [{values.min():.3g}, {values.max():.3g}]"
+        )
+    return np.log(values / (1.0 - values))
+
+
+class _HostInputs:
+    """Masked inputs of NumPy data, built into one reused host buffer.
+
+    float32 / float64 data are filled by the compiled core (parallel, one pass over memory);
+    other dtypes by two NumPy copies.
+    """
+
+    def __init__(self, background: np.ndarray, x_rows: np.ndarray) -> None:
+        self.dtype = np.result_type(background.dtype, x_rows.dtype)
+        self.background = np.ascontiguousarray(background, dtype=self.dtype)
+        self.x_rows = np.ascontiguousarray(x_rows, dtype=self.dtype)
+        self.itemsize = self.dtype.itemsize
+        self._buffer = np.empty(0, self.dtype)
+        self._masks = np.empty((0, background.shape[1]), bool)
+
+    def prepare(self, masks: np.ndarray, rows: np.ndarray | None) -> None:
+        self._masks = np.ascontiguousarray(masks, dtype=bool)
+        self._rows = rows
+
+    def batch(self, start: int, stop: int) -> np.ndarray:
+        n_background, n = self.background.shape
+        mask_index, row_index = _pair_indices(np, start, stop, len(self.x_rows), self._rows)
+        size = (stop - start) * n_background * n
+        if self._buffer.size < size:
+            self._buffer = np.empty(size, self.dtype)
+        batch = self._buffer[:size].reshape(stop - start, n_background, n)
+        if self.dtype in _COMPILED_DTYPES:
+            _core.fill_masked_inputs(
+                batch.reshape(-1, n),
+                self._masks,
+                mask_index.astype(np.int64, copy=False),
+                self.x_rows,
+                row_index.astype(np.int64, copy=False),
+                self.background,
+            )
+        else:
+            np.copyto(batch, self.background[None])
+            where = self._masks[mask_index, None, :]
+            np.copyto(batch, self.x_rows[row_index, None, :], where=where)
+        return batch.reshape(-1, n)
+
+
+class _DeviceInputs:
+    """Masked inputs built with the data's own array library, on its device.
+
+    The masks travel to the device once per design (:meth:`prepare`); each chunk is built there
+    with ``where`` from device-side indices, so no input crosses between host and device per
+    coalition.
+    """
+
+    def __init__(self, backend: ArrayBackend, background: Any, x_rows: Any) -> None:
+        self.backend, self.background, self.x_rows = backend, background, x_rows
+        xp, dtype = backend.xp, background.dtype
+        info = xp.finfo(dtype) if xp.isdtype(dtype, "real floating") else None
+        self.itemsize = info.bits // 8 if info is not None else 8
+
+    def prepare(self, masks: np.ndarray, rows: np.ndarray | None) -> None:
+        self._masks = self.backend.asarray(np.ascontiguousarray(masks, dtype=bool))
+        self._rows = None if rows is None else self.backend.asarray(rows.astype(np.int64))
+
+    def batch(self, start: int, stop: int) -> Any:
+        xp = self.backend.xp
+        n = self.background.shape[1]
+        mask_index, row_index = _pair_indices(
+            xp, start, stop, self.x_rows.shape[0], self._rows, device=self.backend.device
+        )
+        inside = xp.take(self._masks, mask_index, axis=0)[:, None, :]
+        rows = xp.take(self.x_rows, row_index, axis=0)[:, None, :]
+        batch = xp.where(inside, rows, self.background[None, :, :])
+        return xp.reshape(batch, (-1, n))
+
+
+def _pair_indices(
+    xp: Any, start: int, stop: int, n_rows: int, rows: Any, device: Any = None
+) -> tuple[Any, Any]:
+    """(mask, explained row) of the pairs ``start .. stop``: mask-major over every row, or
+    pair ``j`` = (mask ``j``, row ``rows[j]``) for per-row designs."""
+    kwargs = {} if device is None else {"device": device}
+    pairs = xp.arange(start, stop, dtype=xp.int64, **kwargs)
+    if rows is None:
+        return pairs // n_rows, pairs % n_rows
+    return pairs, xp.take(rows, pairs, axis=0) if xp is not np else rows[pairs]
 
 
 class TabularGame:
     """The interventional game of a tabular model, for several explained rows at once.
 
-    ``v_x(S) = mean_b f(x_S, b_notS)``: features in ``S`` come from the explained row ``x``, the
-    others from each background row ``b``, and the model outputs are averaged over the
-    background. A single-baseline game is this game with a one-row ``background``.
+    ``v_x(S) = link(mean_b f(x_S, b_notS))``: features in ``S`` come from the explained row
+    ``x``, the others from each background row ``b``, and the model outputs are averaged over
+    the background. A single-baseline game is this game with a one-row ``background``.
 
-    Masked inputs are built in chunks of (coalition, row) pairs across all explained rows, each
-    chunk holding at most ``max_bytes`` of inputs (or ``batch_size`` model rows), in one reused
-    buffer of the data's dtype; the model is called once per chunk (and must not keep a reference
-    to its input, which the next chunk overwrites).
+    Masked inputs are built in chunks of (coalition, row) pairs across all explained rows, in
+    the data's own array library and on its device (NumPy data through the compiled core). A
+    chunk holds ``batch_size`` model rows, or else as many as
+    :meth:`~ferroshap.backend.ArrayBackend.chunk_bytes` allows (cache-sized on a CPU, a share of
+    free memory on an accelerator, never more than ``max_bytes``). The model is called once per
+    chunk and must not keep a reference to its input, which the next chunk may overwrite. A
+    chunk that runs out of memory is halved and retried. Only background-averaged outputs come
+    back to the host, as float64.
 
     Parameters
     ----------
     model
         Callable on a 2-D batch ``[batch, n]`` returning ``[batch]`` or ``[batch, k]``.
     background
-        Background rows ``[B, n]``, validated (finite, non-empty).
+        Background rows ``[B, n]``, validated (finite, non-empty): a NumPy array or an array of
+        another array-API library (then ``x_rows`` must be of the same library and device).
     x_rows
         Explained rows ``[rows, n]``, validated, same number of features.
     max_bytes
@@ -54,6 +167,8 @@ class TabularGame:
         ``max_bytes`` when given.
     progress
         Show a tqdm progress bar over the (coalition, row) pairs.
+    link
+        One of :data:`LINKS`, applied after averaging over the background.
 
     Attributes
     ----------
@@ -62,7 +177,7 @@ class TabularGame:
     output_shape : tuple[int, ...]
         ``()`` for a model returning ``[batch]``, ``(k,)`` for ``[batch, k]``.
     empty_value : numpy.ndarray
-        ``v(∅) = mean_b f(b)``, shape ``output_shape``; the same for every explained row.
+        ``v(∅) = link(mean_b f(b))``, shape ``output_shape``; the same for every explained row.
 
     Examples
     --------
@@ -74,31 +189,37 @@ class TabularGame:
 
     def __init__(
         self,
-        model: Callable[[np.ndarray], Any],
-        background: np.ndarray,
-        x_rows: np.ndarray,
+        model: Callable[[Any], Any],
+        background: Any,
+        x_rows: Any,
         max_bytes: int = DEFAULT_MAX_BYTES,
         batch_size: int | None = None,
         progress: bool = False,
+        link: str = "identity",
     ) -> None:
         self._model = model
-        self._dtype = np.result_type(background.dtype, x_rows.dtype)
-        self._background = np.ascontiguousarray(background, dtype=self._dtype)
-        self._x_rows = np.ascontiguousarray(x_rows, dtype=self._dtype)
+        self._backend = ArrayBackend.of(background)
+        self._inputs: _HostInputs | _DeviceInputs = (
+            _HostInputs(background, x_rows)
+            if self._backend.is_numpy
+            else _DeviceInputs(self._backend, background, x_rows)
+        )
+        self._n_background = int(background.shape[0])
+        self._n_rows = int(x_rows.shape[0])
         self._max_bytes = max_bytes
         self._batch_size = batch_size
         self._progress = progress
-        self.n_players = background.shape[1]
-        empty = check_outputs(
-            model(background.astype(self._dtype, copy=False)), len(background), "model"
-        )
+        self._link = link
+        self.n_players = int(background.shape[1])
+        with self._backend.inference():
+            empty = check_outputs(model(self._inputs.background), self._n_background, "model")
         self.output_shape: tuple[int, ...] = empty.shape[1:]
-        self.empty_value = empty.mean(axis=0)
+        self.empty_value = apply_link(empty.mean(axis=0), link)
 
     @property
     def n_rows(self) -> int:
         """Number of explained rows."""
-        return len(self._x_rows)
+        return self._n_rows
 
     def evaluate(self, masks: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Coalition values for the explained rows.
@@ -117,63 +238,61 @@ class TabularGame:
         numpy.ndarray
             float64 values, ``k = 1`` for a model returning ``[batch]``.
         """
-        n_background = len(self._background)
-        k = int(np.prod(self.output_shape, dtype=np.int64))
         n_pairs = len(masks) * self.n_rows if rows is None else len(masks)
         per_chunk = chunk_length(
-            unit_bytes=n_background * self.n_players * self._dtype.itemsize,
-            unit_rows=n_background,
-            max_bytes=self._max_bytes,
+            unit_bytes=self._n_background * self.n_players * self._inputs.itemsize,
+            unit_rows=self._n_background,
+            chunk_bytes=self._backend.chunk_bytes(self._max_bytes),
             batch_size=self._batch_size,
         )
-        buffer = np.empty((min(per_chunk, n_pairs), n_background, self.n_players), self._dtype)
-        out = np.empty((n_pairs, k))
+        self._inputs.prepare(masks, rows)
+        out = np.empty((n_pairs, int(np.prod(self.output_shape, dtype=np.int64))))
         bar = progress_bar(n_pairs, self._progress, desc="coalitions x rows")
+        start = 0
         try:
-            for start in range(0, n_pairs, per_chunk):
-                pairs = np.arange(start, min(start + per_chunk, n_pairs))
-                if rows is None:
-                    mask_index, row_index = np.divmod(pairs, self.n_rows)
-                else:
-                    mask_index, row_index = pairs, rows[pairs]
-                batch = buffer[: len(pairs)]
-                self._fill(batch, masks, mask_index, row_index)
-                outputs = check_outputs(
-                    self._model(batch.reshape(-1, self.n_players)),
-                    batch.shape[0] * n_background,
-                    "model",
-                )
-                if outputs.shape[1:] != self.output_shape:
-                    raise InvalidArgumentError(
-                        f"model returned shape {outputs.shape} for a batch of {len(outputs)} rows, "
-                        f"but shape {(n_background, *self.output_shape)} for the background"
-                    )
-                out[pairs] = outputs.reshape(len(pairs), n_background, k).mean(axis=1)
-                bar.update(len(pairs))
+            while start < n_pairs:
+                stop = min(start + per_chunk, n_pairs)
+                try:
+                    out[start:stop] = self._chunk_values(start, stop)
+                except Exception as err:
+                    if not ArrayBackend.is_out_of_memory(err):
+                        raise
+                    per_chunk = self._smaller_chunk(per_chunk, err)
+                    continue
+                bar.update(stop - start)
+                start = stop
         finally:
             bar.close()
-        return out.reshape(len(masks), -1)
+        return apply_link(out, self._link).reshape(len(masks), -1)
 
-    def _fill(
-        self, batch: np.ndarray, masks: np.ndarray, mask_index: np.ndarray, row_index: np.ndarray
-    ) -> None:
-        """Write the masked inputs of the (mask, row) pairs into ``batch[pairs, background, n]``.
-
-        float32 / float64 data go through the compiled core (parallel, one pass over memory);
-        other dtypes through two NumPy copies.
-        """
-        if self._dtype in _COMPILED_DTYPES:
-            _core.fill_masked_inputs(
-                batch.reshape(-1, self.n_players),
-                np.ascontiguousarray(masks, dtype=bool),
-                mask_index.astype(np.int64, copy=False),
-                self._x_rows,
-                row_index.astype(np.int64, copy=False),
-                self._background,
+    def _chunk_values(self, start: int, stop: int) -> np.ndarray:
+        """Background-averaged model outputs ``[stop - start, k]`` of the pairs in the chunk."""
+        batch = self._inputs.batch(start, stop)
+        n_model_rows = (stop - start) * self._n_background
+        with self._backend.inference():
+            outputs = self._model(batch)
+        shape = tuple(getattr(outputs, "shape", ()))
+        if shape[1:] != self.output_shape:
+            raise InvalidArgumentError(
+                f"model returned shape {shape} for a batch of {n_model_rows} rows, but shape "
+                f"{(self._n_background, *self.output_shape)} for the background"
             )
-        else:
-            np.copyto(batch, self._background[None])
-            np.copyto(batch, self._x_rows[row_index, None, :], where=masks[mask_index, None, :])
+        if self._backend.is_numpy or isinstance(outputs, np.ndarray):
+            values = check_outputs(outputs, n_model_rows, "model")
+            return values.reshape(stop - start, self._n_background, -1).mean(axis=1)
+        check_outputs_shape(shape, n_model_rows, "model")
+        xp = self._backend.xp
+        means = xp.mean(xp.reshape(outputs, (stop - start, self._n_background, -1)), axis=1)
+        return check_outputs(means, stop - start, "model")
+
+    def _smaller_chunk(self, per_chunk: int, error: BaseException) -> int:
+        if per_chunk > 1:
+            return per_chunk // 2
+        raise DeviceMemoryError(
+            f"batch_size: the model ran out of memory ({type(error).__name__}) even on a chunk "
+            f"of one coalition ({self._n_background} model rows, one per background row); use "
+            "fewer background rows or free device memory"
+        ) from error
 
 
 class RawGame:
