@@ -54,7 +54,7 @@ import polars as pl
 
 import ferroshap as fs
 from ferroshap import _core
-from ferroshap.backend import DEFAULT_MAX_BYTES
+from ferroshap.backend import CPU_CHUNK_BYTES
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -79,7 +79,10 @@ class NearFreeModel:
     """A model that costs almost nothing: ``f(z) = z @ w + Σ_j z[:, a_j] * z[:, b_j]``.
 
     Linear plus a few pairwise products, so Shapley values are not trivially linear but the model
-    time is a small fraction of any explainer's time.
+    time is a small fraction of any explainer's time. The product ``z @ w`` is an ``einsum``
+    loop rather than a BLAS call: multithreaded BLAS on many small batches spends its time waking
+    threads (badly so on a loaded 2-core machine), which would make the "near-free" model's cost
+    depend on the batch size and on the load instead of on the rows.
     """
 
     weights: np.ndarray
@@ -95,7 +98,8 @@ class NearFreeModel:
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
         """Model output ``[batch]`` for inputs ``[batch, n]``."""
-        return z @ self.weights + (z[:, self.left] * z[:, self.right]).sum(axis=1)
+        linear = np.einsum("ij,j->i", z, self.weights)
+        return linear + (z[:, self.left] * z[:, self.right]).sum(axis=1)
 
 
 def near_free_problem(n: int, rows: int, seed: int = 0) -> tuple[NearFreeModel, np.ndarray, Any]:
@@ -134,7 +138,7 @@ class InterventionalGame:
     """``v(S) = mean_b f(x_S, b_notS)`` for one explained row, as shapiq calls a game.
 
     ``game(coalitions: bool[k, n]) -> float[k]``; masked inputs are built in chunks of at most
-    ``max_bytes`` (ferroshap's default cap), one model call per chunk.
+    ``chunk_bytes`` (ferroshap's default on a CPU), one model call per chunk.
     """
 
     def __init__(
@@ -142,10 +146,10 @@ class InterventionalGame:
         model: Model,
         background: np.ndarray,
         x: np.ndarray,
-        max_bytes: int = DEFAULT_MAX_BYTES,
+        chunk_bytes: int = CPU_CHUNK_BYTES,
     ) -> None:
         self.model, self.background, self.x = model, background, x
-        self.chunk = max(1, max_bytes // background.nbytes)
+        self.chunk = max(1, chunk_bytes // background.nbytes)
 
     def __call__(self, coalitions: np.ndarray) -> np.ndarray:
         """Values of the coalitions ``bool[k, n]``."""
@@ -178,32 +182,47 @@ class TimedModel:
 
 
 class BatchRecorder:
-    """Wraps a model and records the batch sizes it is called with, plus a copy of the first batch.
+    """Wraps a model and records the batches it is called with, for :func:`model_seconds`.
 
-    :func:`model_seconds` replays the same batch sizes on that copy, so the model-alone time
-    is measured on ferroshap's batch sizes without storing every masked input.
+    Copies of the batches are kept while they fit in ``max_bytes``; past that only their sizes
+    are, and the replay reuses the largest stored batch, cut to size (fine for a model whose cost
+    does not depend on the values, like :class:`NearFreeModel`).
     """
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, max_bytes: int = 2**30) -> None:
         self.model = model
+        self.max_bytes = max_bytes
         self.sizes: list[int] = []
-        self.first: np.ndarray | None = None
+        self.batches: list[np.ndarray] = []
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
         """Record and call the model."""
-        if self.first is None or len(z) > len(self.first):
-            self.first = z.copy()
+        stored = sum(batch.nbytes for batch in self.batches)
+        if len(self.batches) == len(self.sizes) and stored + z.nbytes <= self.max_bytes:
+            self.batches.append(z.copy())
         self.sizes.append(len(z))
         return self.model(z)
 
+    def replay(self, skip: int = 0) -> list[np.ndarray]:
+        """The recorded batches after the first ``skip`` (views of stored copies)."""
+        largest = max(self.batches, key=len)
+        stored = self.batches + [largest] * (len(self.sizes) - len(self.batches))
+        return [batch[:size] for batch, size in zip(stored, self.sizes, strict=True)][skip:]
 
-def model_seconds(model: Model, recorder: BatchRecorder) -> float:
-    """Seconds the model alone takes on the recorded batch sizes."""
-    assert recorder.first is not None
-    start = time.perf_counter()
-    for size in recorder.sizes:
-        model(recorder.first[:size])
-    return time.perf_counter() - start
+
+def model_seconds(model: Model, batches: Sequence[np.ndarray]) -> float:
+    """Seconds the model alone takes on the batches, one call each.
+
+    Each batch is first copied (untimed) into one reused buffer, as an explainer hands the model
+    a freshly built buffer: the model reads its input from cache, and only its calls are timed.
+    """
+    buffer = np.empty_like(max(batches, key=len))
+    total = 0.0
+    for batch in batches:
+        view = buffer[: len(batch)]
+        np.copyto(view, batch)
+        total += timed(lambda view=view: model(view))
+    return total
 
 
 # --------------------------------------------------------------------------------------------
@@ -358,9 +377,9 @@ def model_alone(
     """The model alone on ferroshap leverage's batch sizes (same model rows, same batches)."""
     recorder = BatchRecorder(model)
     ferroshap_estimator("leverage")(recorder, background, X, budget, 0)
-    recorder.sizes = recorder.sizes[1:]  # drop the background call that gives v(empty)
-    runs = repeat_seconds(lambda: model_seconds(model, recorder), repeat)
-    extra = {"batches": len(recorder.sizes), "model_rows": sum(recorder.sizes)}
+    batches = recorder.replay(skip=1)  # the first call is the background's, for v(empty)
+    runs = repeat_seconds(lambda: model_seconds(model, batches), repeat)
+    extra = {"batches": len(batches), "model_rows": sum(map(len, batches))}
     return TimingRow("model alone", len(X), runs, min(runs), extra)
 
 
@@ -602,13 +621,72 @@ def run(name: str, args: argparse.Namespace) -> pl.DataFrame:
     return lightgbm_end_to_end(repeat=1 if quick else 3)
 
 
+def accuracy_report(summary: pl.DataFrame) -> str:
+    """Markdown: median error, and its ratios to shapiq KernelSHAP and shap, estimator x budget."""
+    order = pl.DataFrame({"estimator": list(estimators())}).with_row_index("order")
+    parts = []
+    titles = {
+        "median_rel_error": "Median relative error",
+        "vs_shapiq_kernel": "Ratio to shapiq KernelSHAP",
+        "vs_shap": "Ratio to shap KernelExplainer",
+    }
+    for column, title in titles.items():
+        wide = summary.pivot(on="budget", index="estimator", values=column, sort_columns=True)
+        wide = wide.join(order, on="estimator").sort("order").drop("order")
+        parts.append(f"{title}:\n\n{to_markdown(wide, digits=3)}")
+    best = summary.filter("best").sort("budget").select("budget", "estimator")
+    parts.append("Best per budget:\n\n" + to_markdown(best))
+    return "\n\n".join(parts)
+
+
+TIMING_COLUMNS = (
+    "engine",
+    "rows_timed",
+    "runs",
+    "seconds",
+    "seconds_per_row",
+    "model_seconds_in_run",
+    "speedup_vs_shap",
+    "speedup_vs_shapiq",
+    "ratio_to_model_alone",
+    "ratio_to_model_in_run",
+    "plan_s",
+    "estimate_first_s",
+    "estimate_again_s",
+)
+
+
+def report(out: Path) -> str:
+    """Markdown tables of every protocol result found in ``out``, with its machine record."""
+    parts = []
+    for name in PROTOCOLS:
+        path = out / f"{name}.parquet"
+        if not path.exists():
+            continue
+        info = json.loads((out / f"{name}.json").read_text())
+        table = pl.read_parquet(path)
+        if name == "accuracy":
+            body = accuracy_report(table)
+        else:
+            body = to_markdown(table.select(c for c in TIMING_COLUMNS if c in table.columns))
+        load = ", ".join(f"{x:.1f}" for x in info["loadavg"])
+        load_end = ", ".join(f"{x:.1f}" for x in info["loadavg_end"])
+        header = (
+            f"### {name}\n\n{info['date']}, {info['cpu_count']} CPUs, threads "
+            f"{info['threads']}, load average {load} at start and {load_end} at end, "
+            f"{info['wall_seconds']:.0f} s wall."
+        )
+        parts.append(f"{header}\n\n{body}")
+    return "\n\n".join(parts) + "\n"
+
+
 PROTOCOLS = ("overhead", "lightgbm", "accuracy", "high-dim")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point; writes ``<out>/<protocol>.parquet``, ``.md`` and ``.json``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("protocol", choices=(*PROTOCOLS, "all"))
+    parser.add_argument("protocol", choices=(*PROTOCOLS, "all", "report"))
     parser.add_argument("--seeds", type=int, default=None, help="accuracy seeds (default 20)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--skip-baselines", action="store_true", help="high-dim: ferroshap only")
@@ -616,6 +694,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.protocol == "report":
+        print(report(args.out), end="")
+        return
     warnings.filterwarnings("ignore", category=FutureWarning)
     for name in PROTOCOLS if args.protocol == "all" else (args.protocol,):
         info = machine_info()
