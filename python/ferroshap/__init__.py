@@ -19,18 +19,26 @@ Raw games take boolean coalition masks ``[k, n]``:
 array([4., 4., 4., 4.])
 """
 
+from ferroshap import maskers
 from ferroshap._core import METHODS, __version__
 from ferroshap.errors import FerroshapError, InvalidArgumentError, InvalidTypeError
 from ferroshap.explainer import Explainer, shapley_values
 from ferroshap.explanation import Explanation
+from ferroshap.interactions import INDICES, Interactions, exact_interactions
+from ferroshap.proxyspex import ProxySPEX
 
 __all__ = [
+    "INDICES",
     "METHODS",
     "Explainer",
     "Explanation",
     "FerroshapError",
+    "Interactions",
     "InvalidArgumentError",
     "InvalidTypeError",
+    "ProxySPEX",
     "__version__",
+    "exact_interactions",
+    "maskers",
     "shapley_values",
 ]

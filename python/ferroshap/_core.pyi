@@ -6,12 +6,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "INDICES",
     "MAX_EXACT_PLAYERS",
+    "MAX_TABLE_PLAYERS",
     "METHODS",
     "Design",
+    "SparseFunction",
     "__version__",
+    "exact_interactions",
     "fill_masked_inputs",
+    "lightgbm_fourier",
+    "moebius_transform",
     "plan",
+    "plan_masks",
+    "select_and_refit",
 ]
 
 __version__: str
@@ -106,3 +114,88 @@ def fill_masked_inputs(
     ``background`` share one float dtype; every array is C-contiguous. Runs in parallel with the
     GIL released. Raises ``InvalidArgumentError`` naming a misshapen argument or a bad index.
     """
+
+# --- sparse set functions, interactions, ProxySPEX (rust/python/src/proxyspex.rs) ---
+
+INDICES: list[str]
+"""Interaction index names: Moebius, Fourier, SV, BV, SII, BII, k-SII, STII, FSII, FBII."""
+
+MAX_TABLE_PLAYERS: int
+"""Largest number of players :func:`exact_interactions` and :func:`moebius_transform` accept."""
+
+_InteractionTuple = tuple[list[tuple[int, ...]], NDArray[np.float64], float, int]
+"""``(keys, values, baseline, max_order)``: sorted player tuples (by size, then players) with
+``1 <= len(key) <= max_order`` and exact zeros dropped, their values, the empty-set value and the
+order actually used (1 for SV and BV, else ``min(max_order, n)``)."""
+
+@final
+class SparseFunction:
+    """A set function on ``n_players`` players as sparse coefficients in one basis.
+
+    ``"Fourier"``: ``f(x) = sum_K F(K) (-1)**|K & x|``;
+    ``"Moebius"``: ``f(x) = sum_S m(S) [S <= x]``.
+    Keys are stored sorted (by size, then players); repeated keys are summed and exact zeros
+    dropped.
+    """
+
+    def __new__(
+        cls,
+        basis: str,
+        n_players: int,
+        keys: list[tuple[int, ...]],
+        coefficients: NDArray[np.float64],
+    ) -> SparseFunction: ...
+    @property
+    def basis(self) -> str:
+        """``"Fourier"`` or ``"Moebius"``."""
+    @property
+    def n_players(self) -> int:
+        """Number of players ``n``."""
+    def __len__(self) -> int:
+        """Number of non-zero coefficients."""
+    def keys(self) -> list[tuple[int, ...]]:
+        """The keys, sorted by size then players."""
+    def coefficients(self) -> NDArray[np.float64]:
+        """The coefficients, in the order of :meth:`keys`."""
+    def to_moebius(self) -> SparseFunction:
+        """The same function in the Moebius basis."""
+    def to_fourier(self) -> SparseFunction:
+        """The same function in the Fourier basis."""
+    def evaluate(self, masks: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """Values on the coalitions ``masks: bool[m, n]``. Releases the GIL."""
+    def interactions(self, index: str, max_order: int) -> _InteractionTuple:
+        """Values of ``index`` (one of :data:`INDICES`) up to ``max_order`` by closed forms."""
+    def shapley_values(self) -> NDArray[np.float64]:
+        """Shapley values of the whole function, ``[n]``."""
+
+def lightgbm_fourier(model_text: str, n_players: int) -> SparseFunction:
+    """Exact Fourier spectrum on 0/1 inputs of a LightGBM regression model's text.
+
+    ``model_text`` is ``Booster.model_to_string()``; its synthesis reproduces the raw prediction
+    on every mask. Raises ``InvalidArgumentError`` (argument ``model``) for classification,
+    categorical splits, linear trees, features ``>= n_players`` or malformed text.
+    """
+
+def plan_masks(n_players: int, budget: int, seed: int) -> NDArray[np.bool_]:
+    """``budget`` distinct uniform random coalitions ``[budget, n]``: row 0 empty, row 1 full,
+    the rest in random order (any suffix is a uniform validation split)."""
+
+def select_and_refit(
+    spectrum: SparseFunction,
+    basis: str,
+    train_masks: NDArray[np.bool_],
+    train_values: NDArray[np.float64],
+    validation_masks: NDArray[np.bool_],
+    validation_values: NDArray[np.float64],
+) -> tuple[SparseFunction, int, float]:
+    """Top-k support of ``spectrum`` in ``basis``, k chosen by validation R², refitted by least
+    squares on both sets. Returns ``(surrogate, k, validation_r2)``."""
+
+def exact_interactions(
+    values: NDArray[np.float64], n_players: int, index: str, max_order: int
+) -> _InteractionTuple:
+    """Interaction values from the full table ``values[mask]`` (bit ``i`` = player ``i``) by the
+    definitions of each index (the oracle). At most :data:`MAX_TABLE_PLAYERS` players."""
+
+def moebius_transform(values: NDArray[np.float64], n_players: int) -> SparseFunction:
+    """The full Moebius transform of the table ``values[mask]``."""

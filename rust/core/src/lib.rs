@@ -8,9 +8,14 @@ pub mod coalitions;
 pub mod error;
 pub mod estimator;
 pub mod exact;
+pub mod exact_interactions;
+pub mod interactions;
 pub mod masking;
+pub mod proxyspex;
 pub mod sampling;
 pub mod solve;
+pub mod sparse;
+pub mod trees;
 
 pub use error::{CoreError, Result};
 pub use estimator::Estimator;

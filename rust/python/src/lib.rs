@@ -6,6 +6,7 @@
 
 mod errors;
 mod masking;
+mod proxyspex;
 
 use std::sync::OnceLock;
 
@@ -200,5 +201,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDesign>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     masking::register(m)?;
+    proxyspex::register(m)?;
     Ok(())
 }

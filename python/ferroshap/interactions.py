@@ -1,0 +1,327 @@
+"""Interaction values: the :class:`Interactions` result object and the exact oracle.
+
+An :class:`Interactions` holds the values of one interaction index up to an order, plus the whole
+sparse surrogate they came from (a :class:`ferroshap._core.SparseFunction`), so that Shapley
+values and faithfulness use every selected term, not only the truncated ``values``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ferroshap import _core
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.games import RawGame
+
+__all__ = ["INDICES", "Interactions", "exact_interactions"]
+
+INDICES: tuple[str, ...] = tuple(_core.INDICES)
+"""Index names (shapiq's spellings): Moebius, Fourier, SV, BV, SII, BII, k-SII, STII, FSII, FBII."""
+
+Key = tuple[int, ...]
+
+
+def check_index(index: Any) -> str:
+    """Return ``index`` if it is one of :data:`INDICES`, else raise naming the valid ones."""
+    if not isinstance(index, str) or index not in INDICES:
+        raise InvalidArgumentError(
+            f"index must be one of {', '.join(map(repr, INDICES))}; got {index!r}"
+        )
+    return index
+
+
+def check_order(max_order: Any) -> int:
+    """Return ``max_order`` as an int ≥ 1, else raise."""
+    if isinstance(max_order, bool) or not isinstance(max_order, numbers.Integral):
+        raise InvalidTypeError(f"max_order must be an int, got {type(max_order).__name__}")
+    if max_order < 1:
+        raise InvalidArgumentError(f"max_order must be at least 1, got {max_order}")
+    return int(max_order)
+
+
+def r_squared(y: np.ndarray, fitted: np.ndarray) -> float:
+    """``1 - ‖y - ŷ‖² / ‖y - ȳ‖²``."""
+    total = float(np.sum((y - y.mean()) ** 2))
+    residual = float(np.sum((y - fitted) ** 2))
+    if total == 0.0:
+        return 1.0 if residual == 0.0 else float("-inf")
+    return 1.0 - residual / total
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Interactions:
+    """Interaction values of one index up to ``max_order``, with the surrogate behind them.
+
+    Attributes
+    ----------
+    values : dict[tuple[int, ...], float]
+        Sorted player tuples ``T`` with ``1 <= len(T) <= max_order`` (order 1 for SV and BV) to
+        their value; exact zeros dropped. Keys are ordered by size, then players.
+    baseline_value : float
+        ``v(∅)``; for FBII its own empty-set value, as shapiq reports it.
+    index : str
+        One of :data:`INDICES`.
+    max_order : int
+        The explanation order used (1 for SV and BV; capped at ``n_players``).
+    n_players : int
+        Number of players.
+    surrogate : ferroshap._core.SparseFunction
+        The whole sparse set function the values were computed from.
+    n_evaluations : int
+        Distinct coalitions the game was evaluated on.
+    diagnostics : dict[str, Any]
+        How the estimate was made (ProxySPEX: validation R², support size, timings, ...).
+    feature_names : list[str] or None
+        Player names, when known.
+
+    Examples
+    --------
+    >>> import ferroshap as fs
+    >>> iv = fs.exact_interactions(lambda m: m[:, 0] * m[:, 1] * 1.0, 3, index="k-SII")
+    >>> iv.values
+    {(0, 1): 1.0}
+    >>> iv.shapley_values()
+    array([0.5, 0.5, 0. ])
+    """
+
+    values: dict[Key, float]
+    baseline_value: float
+    index: str
+    max_order: int
+    n_players: int
+    surrogate: _core.SparseFunction
+    n_evaluations: int
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    feature_names: list[str] | None = None
+
+    @classmethod
+    def from_surrogate(
+        cls,
+        surrogate: _core.SparseFunction,
+        index: str,
+        max_order: int,
+        n_evaluations: int,
+        diagnostics: dict[str, Any] | None = None,
+        feature_names: Sequence[str] | None = None,
+    ) -> Interactions:
+        """Values of ``index`` up to ``max_order`` of a sparse surrogate (closed forms)."""
+        keys, values, baseline, order = surrogate.interactions(index, max_order)
+        return cls(
+            values=dict(zip(keys, values.tolist(), strict=True)),
+            baseline_value=float(baseline),
+            index=index,
+            max_order=order,
+            n_players=surrogate.n_players,
+            surrogate=surrogate,
+            n_evaluations=n_evaluations,
+            diagnostics=dict(diagnostics or {}),
+            feature_names=None if feature_names is None else list(feature_names),
+        )
+
+    def __len__(self) -> int:
+        """Number of non-zero values."""
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        return (
+            f"Interactions(index={self.index!r}, max_order={self.max_order}, "
+            f"n_players={self.n_players}, values={len(self.values)}, "
+            f"baseline_value={self.baseline_value:.6g}, n_evaluations={self.n_evaluations})"
+        )
+
+    def top(self, k: int = 10) -> list[tuple[Key, float]]:
+        """The ``k`` values largest in absolute value, largest first (ties by key).
+
+        Examples
+        --------
+        >>> import ferroshap as fs
+        >>> iv = fs.exact_interactions(lambda m: m @ [1.0, -3.0, 2.0], 3, index="Moebius")
+        >>> iv.top(2)
+        [((1,), -3.0), ((2,), 2.0)]
+        """
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise InvalidArgumentError(f"k must be a non-negative int, got {k!r}")
+        ranked = sorted(self.values.items(), key=lambda item: (-abs(item[1]), len(item[0])))
+        return ranked[: int(k)]
+
+    def shapley_values(self) -> np.ndarray:
+        """Shapley values ``[n_players]`` of the whole surrogate (not of the truncated values).
+
+        They sum to ``v(N) - v(∅)`` of the surrogate.
+        """
+        return self.surrogate.shapley_values()
+
+    def predict(self, masks: Any) -> np.ndarray:
+        """The surrogate's values on the coalitions ``masks: bool[m, n_players]``."""
+        return self.surrogate.evaluate(_check_masks(masks, self.n_players))
+
+    def faithfulness(self, game: Callable[[np.ndarray], Any], masks: Any) -> float:
+        """R² of the surrogate against ``game`` on the coalitions ``masks`` (held-out masks).
+
+        ``1 - Σ (v(S) - ŝ(S))² / Σ (v(S) - mean v)²`` over the rows of ``masks``.
+
+        Examples
+        --------
+        >>> import numpy as np, ferroshap as fs
+        >>> game = lambda m: m @ np.arange(4.0)
+        >>> iv = fs.exact_interactions(game, 4, index="SV")
+        >>> iv.faithfulness(game, np.random.default_rng(0).random((50, 4)) < 0.5)
+        1.0
+        """
+        if not callable(game):
+            raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
+        masks = _check_masks(masks, self.n_players)
+        values = RawGame(game, self.n_players).evaluate(masks)
+        if values.shape[1] != 1:
+            raise InvalidArgumentError(
+                f"game must return one value per mask for faithfulness, got shape {values.shape}"
+            )
+        return r_squared(values[:, 0], self.surrogate.evaluate(masks))
+
+    def to_shapiq(self) -> Any:
+        """A ``shapiq.InteractionValues`` (shapiq ≥ 1.3), with ``()`` holding the baseline.
+
+        Built by keyword with a values array and an ``interaction_lookup``, which every shapiq
+        version since 1.3 accepts; no aggregation is re-applied (``target_index = index``).
+        """
+        try:
+            from shapiq import InteractionValues
+        except ImportError as err:
+            raise ImportError(
+                "Interactions.to_shapiq() needs the shapiq package: `pip install shapiq`"
+            ) from err
+        keys: list[Key] = [(), *self.values]
+        values = np.array([self.baseline_value, *self.values.values()], dtype=np.float64)
+        return InteractionValues(
+            values=values,
+            index=self.index,
+            max_order=self.max_order,
+            n_players=self.n_players,
+            min_order=0,
+            interaction_lookup={key: i for i, key in enumerate(keys)},
+            estimated=self.diagnostics.get("estimated", True),
+            estimation_budget=self.n_evaluations,
+            baseline_value=self.baseline_value,
+        )
+
+    def to_polars(self) -> Any:
+        """A polars DataFrame with one row per value: ``interaction`` (list of players),
+        ``order``, ``value`` and, when names are known, ``features`` (names joined by ``" x "``).
+
+        Examples
+        --------
+        >>> import ferroshap as fs
+        >>> fs.exact_interactions(lambda m: m.all(1) * 1.0, 2, index="Moebius").to_polars().shape
+        (1, 3)
+        """
+        try:
+            import polars as pl
+        except ImportError as err:
+            raise ImportError(
+                "Interactions.to_polars() needs the polars package: `pip install polars`"
+            ) from err
+        keys = list(self.values)
+        columns: dict[str, Any] = {
+            "interaction": pl.Series("interaction", [list(k) for k in keys], pl.List(pl.Int64)),
+            "order": pl.Series("order", [len(k) for k in keys], pl.Int64),
+            "value": pl.Series("value", list(self.values.values()), pl.Float64),
+        }
+        if self.feature_names is not None:
+            names = self.feature_names
+            columns["features"] = [" x ".join(names[i] for i in k) for k in keys]
+        return pl.DataFrame(columns)
+
+    def plot(self, k: int = 10, ax: Any = None) -> Any:
+        """Horizontal bar plot of the ``k`` largest values (needs matplotlib); returns the axes."""
+        try:
+            import matplotlib.pyplot as plt  # type: ignore[import-not-found]
+        except ImportError as err:
+            raise ImportError(
+                "Interactions.plot() needs matplotlib: `pip install matplotlib`"
+            ) from err
+        top = self.top(k)[::-1]
+        names = self.feature_names
+        labels = [" x ".join(names[i] for i in key) if names else str(key) for key, _ in top]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 0.35 * len(top) + 1))
+        values = [v for _, v in top]
+        ax.barh(labels, values, color=["tab:red" if v > 0 else "tab:blue" for v in values])
+        ax.set_xlabel(f"{self.index} value")
+        ax.set_title(f"Top {len(top)} {self.index} values (order ≤ {self.max_order})")
+        return ax
+
+
+def _check_masks(masks: Any, n: int) -> np.ndarray:
+    array = np.asarray(masks)
+    if array.dtype != np.bool_:
+        if array.dtype.kind not in "biu" or not np.isin(array, (0, 1)).all():
+            raise InvalidArgumentError(f"masks must be boolean (or 0/1), got dtype {array.dtype}")
+        array = array.astype(bool)
+    if array.ndim != 2 or array.shape[1] != n:
+        raise InvalidArgumentError(f"masks must have shape [m, {n}], got {array.shape}")
+    return np.ascontiguousarray(array)
+
+
+def all_masks(n: int) -> np.ndarray:
+    """Every coalition of ``n`` players, ``bool[2**n, n]``; row ``r`` holds player ``i`` iff bit
+    ``i`` of ``r`` is set."""
+    return (np.arange(2**n)[:, None] >> np.arange(n)) & 1 == 1
+
+
+def exact_interactions(
+    game: Callable[[np.ndarray], Any], n: int, index: str = "k-SII", max_order: int = 2
+) -> Interactions:
+    """Exact interaction values by enumerating all ``2**n`` coalitions (the oracle).
+
+    Each index is computed from its definition (discrete derivatives, Bernoulli aggregation,
+    least squares for FSII and FBII), independently of the closed forms ProxySPEX uses.
+
+    Parameters
+    ----------
+    game
+        ``game(masks: bool[k, n]) -> float[k]``.
+    n
+        Number of players, at most ``ferroshap._core.MAX_TABLE_PLAYERS`` (20).
+    index
+        One of :data:`INDICES`.
+    max_order
+        Largest interaction order (≥ 1; SV and BV use 1).
+
+    Examples
+    --------
+    >>> import ferroshap as fs
+    >>> iv = fs.exact_interactions(lambda m: m[:, 0] * m[:, 1] + 1.0 * m[:, 2], 3, index="SII")
+    >>> iv.values
+    {(0,): 0.5, (1,): 0.5, (2,): 1.0, (0, 1): 1.0}
+    """
+    if not callable(game):
+        raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise InvalidTypeError(f"n must be an int, got {type(n).__name__}")
+    if not 1 <= n <= _core.MAX_TABLE_PLAYERS:
+        raise InvalidArgumentError(
+            f"n must be between 1 and {_core.MAX_TABLE_PLAYERS} for exact enumeration, got {n}"
+        )
+    index, max_order = check_index(index), check_order(max_order)
+    table = RawGame(game, int(n)).evaluate(all_masks(int(n)))
+    if table.shape[1] != 1:
+        raise InvalidArgumentError(
+            f"game must return one value per coalition, got shape {table.shape}"
+        )
+    values = np.ascontiguousarray(table[:, 0])
+    keys, result, baseline, order = _core.exact_interactions(values, int(n), index, max_order)
+    return Interactions(
+        values=dict(zip(keys, result.tolist(), strict=True)),
+        baseline_value=float(baseline),
+        index=index,
+        max_order=order,
+        n_players=int(n),
+        surrogate=_core.moebius_transform(values, int(n)),
+        n_evaluations=2 ** int(n),
+        diagnostics={"estimated": False},
+    )

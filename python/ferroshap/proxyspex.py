@@ -1,0 +1,282 @@
+"""ProxySPEX: sparse interactions from a LightGBM proxy of masked model outputs.
+
+Plan → query → estimate (spec proxyspex):
+
+1. **plan** (Rust): ``budget`` distinct uniform random coalitions from the seed, ∅ and N
+   included; the last ``validation_fraction`` of them form the validation split.
+2. **query** (Python): the game on every planned coalition — the only model calls.
+3. **estimate**: a LightGBM regressor on masks → values with early stopping on the validation
+   split (Python); its model text goes to Rust, which reads the trees exactly as a sparse Fourier
+   spectrum, keeps the top-k coefficients (Möbius or Fourier basis, k chosen by validation R²),
+   refits them by least squares and converts them to the requested interaction index.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ferroshap import _core
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.explainer import _check_seed, _draw_seed
+from ferroshap.games import RawGame
+from ferroshap.interactions import Interactions, all_masks, check_index, check_order, r_squared
+from ferroshap.maskers import Masker
+from ferroshap.models import resolve_model
+
+__all__ = ["DEFAULT_PROXY_PARAMS", "ProxySPEX"]
+
+DEFAULT_PROXY_PARAMS: dict[str, Any] = {
+    "objective": "regression",
+    "learning_rate": 0.1,
+    "max_depth": 4,
+    "num_leaves": 6,
+    "min_data_in_leaf": 10,
+    "num_threads": 1,
+    "deterministic": True,
+    "force_col_wise": True,
+    "verbosity": -1,
+}
+"""LightGBM parameters of the proxy (``max_depth`` is raised to ``max_order`` when lower).
+
+Small trees with early stopping: see README "Interactions with ProxySPEX" for the measurements
+behind this choice. ``num_threads=1`` keeps the proxy bit-for-bit reproducible on any machine.
+"""
+
+MAX_ROUNDS = 2000
+"""Most boosting rounds; early stopping after 50 rounds without validation improvement."""
+
+EARLY_STOPPING_ROUNDS = 50
+
+MIN_TRAINING = 32
+"""Fewest training masks (beyond the validation split) a budget must leave."""
+
+MIN_VALIDATION = 16
+"""Fewest validation masks."""
+
+SELECTION_BASES = ("Moebius", "Fourier")
+"""Bases tried for the support selection; the one with the better validation R² is kept."""
+
+
+class ProxySPEX:
+    """Sparse interaction values of a game or model via a LightGBM proxy (ProxySPEX).
+
+    Parameters
+    ----------
+    game_or_model
+        Without ``masker``: a game ``game(masks: bool[k, n]) -> float[k]`` on ``n`` players.
+        With ``masker``: a model (callable, or an object with ``predict``) that the masker turns
+        into a game for each explained input.
+    n
+        Number of players of a raw game (required without ``masker``, ignored with one).
+    masker
+        ``fs.maskers.Baseline(rows)`` for tabular models, ``fs.maskers.Tokens(mask_id)`` for
+        token-id sequence models.
+    budget
+        Distinct coalitions evaluated, ∅, N and the validation split included. At least
+        ``validation + 32``. A budget of ``2**n`` or more computes exact values (``UserWarning``).
+    max_order
+        Largest interaction order reported (≥ 1). The proxy's trees are at least this deep.
+    index
+        One of ``fs.INDICES`` (``"k-SII"``, ``"SII"``, ``"FSII"``, ``"Moebius"``, ...).
+    seed
+        An int or a ``numpy.random.Generator``; the same int gives the same values bit for bit.
+    validation_fraction
+        Share of the budget held out for early stopping and the support size (≥ 16 masks).
+    proxy_params
+        Overrides of :data:`DEFAULT_PROXY_PARAMS` (LightGBM parameter names).
+    feature_names
+        Player names (default: the masker's column names, if any).
+
+    Examples
+    --------
+    >>> import numpy as np, ferroshap as fs
+    >>> game = lambda m: 2.0 * m[:, 0] * m[:, 1] - m[:, 2]
+    >>> iv = fs.ProxySPEX(game, n=12, budget=400, index="Moebius", seed=0).explain()
+    >>> {k: round(v, 6) for k, v in iv.values.items()}  # doctest: +SKIP
+    {(2,): -1.0, (0, 1): 2.0}
+    """
+
+    def __init__(
+        self,
+        game_or_model: Any,
+        n: int | None = None,
+        masker: Masker | None = None,
+        budget: int = 2000,
+        max_order: int = 2,
+        index: str = "k-SII",
+        seed: int | np.random.Generator = 0,
+        validation_fraction: float = 0.2,
+        proxy_params: dict[str, Any] | None = None,
+        feature_names: Sequence[str] | None = None,
+    ) -> None:
+        if masker is None:
+            if not callable(game_or_model):
+                raise InvalidTypeError(f"game must be callable, got {type(game_or_model).__name__}")
+            if n is None:
+                raise InvalidArgumentError("n (the number of players) is required for a raw game")
+            self._model: Callable[[Any], Any] = game_or_model
+            self.n = _check_int(n, "n", 1)
+        else:
+            if not callable(getattr(masker, "game", None)):
+                raise InvalidTypeError(
+                    f"masker must be a ferroshap masker (Baseline, Tokens), got "
+                    f"{type(masker).__name__}"
+                )
+            self._model = resolve_model(game_or_model).function
+            self.n = None if n is None else _check_int(n, "n", 1)
+        self.masker = masker
+        self.budget = _check_int(budget, "budget", 2)
+        self.max_order = check_order(max_order)
+        self.index = check_index(index)
+        self.seed = _check_seed(seed)
+        if not isinstance(validation_fraction, numbers.Real) or not (
+            0.0 < validation_fraction < 1.0
+        ):
+            raise InvalidArgumentError(
+                f"validation_fraction must be in (0, 1), got {validation_fraction!r}"
+            )
+        self.validation_fraction = float(validation_fraction)
+        self.n_validation = max(MIN_VALIDATION, round(self.validation_fraction * self.budget))
+        if self.budget < self.n_validation + MIN_TRAINING:
+            raise InvalidArgumentError(
+                f"budget must be at least {self.n_validation + MIN_TRAINING} "
+                f"({self.n_validation} validation masks plus {MIN_TRAINING} for training), "
+                f"got {self.budget}"
+            )
+        if proxy_params is not None and not isinstance(proxy_params, dict):
+            raise InvalidTypeError(
+                f"proxy_params must be a dict, got {type(proxy_params).__name__}"
+            )
+        self.proxy_params = {**DEFAULT_PROXY_PARAMS, **(proxy_params or {})}
+        self.proxy_params["max_depth"] = max(int(self.proxy_params["max_depth"]), self.max_order)
+        self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+
+    def explain(self, x: Any = None) -> Interactions:
+        """Interaction values of the game (no ``x``) or of the model at input ``x``.
+
+        Returns
+        -------
+        Interactions
+            ``values``, ``baseline_value``, ``shapley_values()`` (from the whole surrogate), and
+            ``diagnostics``: proxy and surrogate validation R², support size and basis, number
+            of trees, and the seconds spent in model calls, proxy fit, extraction and refit.
+        """
+        if self.masker is None:
+            if x is not None:
+                raise InvalidArgumentError("x must be None for a raw game (pass a masker to use x)")
+            game, n = self._model, self.n
+        else:
+            if x is None:
+                raise InvalidArgumentError("x (the input to explain) is required with a masker")
+            game, n = self.masker.game(self._model, x)
+        assert n is not None
+        names = self.feature_names or getattr(self.masker, "feature_names", None)
+        if names is not None and len(names) != n:
+            raise InvalidArgumentError(f"feature_names has {len(names)} names for {n} players")
+        raw = RawGame(game, n)
+        if n < 63 and self.budget >= 2**n and n <= _core.MAX_TABLE_PLAYERS:
+            warnings.warn(
+                f"budget ≥ 2^n (budget={self.budget}, n={n}): computing exact interaction values "
+                "by enumeration",
+                UserWarning,
+                stacklevel=2,
+            )
+            table = _single_output(raw.evaluate(all_masks(n)))
+            return Interactions.from_surrogate(
+                _core.moebius_transform(table, n),
+                self.index,
+                self.max_order,
+                n_evaluations=2**n,
+                diagnostics={"estimated": False},
+                feature_names=names,
+            )
+        return self._estimate(raw, n, names)
+
+    def _estimate(self, raw: RawGame, n: int, names: list[str] | None) -> Interactions:
+        times: dict[str, float] = {}
+        masks = _core.plan_masks(n, self.budget, _draw_seed(self.seed))
+        start = time.perf_counter()
+        values = _single_output(raw.evaluate(masks))
+        times["seconds_game"] = time.perf_counter() - start
+
+        split = len(masks) - self.n_validation
+        train = (masks[:split], values[:split])
+        validation = (masks[split:], values[split:])
+        start = time.perf_counter()
+        booster = _fit_proxy(self.proxy_params, train, validation)
+        times["seconds_proxy"] = time.perf_counter() - start
+        proxy_r2 = r_squared(validation[1], booster.predict(validation[0].astype(np.float64)))
+
+        start = time.perf_counter()
+        spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
+        times["seconds_extraction"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        fits = [
+            _core.select_and_refit(spectrum, basis, *train, *validation)
+            for basis in SELECTION_BASES
+        ]
+        best = max(range(len(fits)), key=lambda i: fits[i][2])
+        surrogate, support, validation_r2 = fits[best]
+        times["seconds_refit"] = time.perf_counter() - start
+        diagnostics = {
+            "estimated": True,
+            "proxy_validation_r2": proxy_r2,
+            "validation_r2": validation_r2,
+            "support": support,
+            "basis": SELECTION_BASES[best],
+            "n_trees": booster.num_trees(),
+            "proxy_terms": len(spectrum),
+            **times,
+        }
+        return Interactions.from_surrogate(
+            surrogate,
+            self.index,
+            self.max_order,
+            n_evaluations=len(masks),
+            diagnostics=diagnostics,
+            feature_names=names,
+        )
+
+
+def _fit_proxy(
+    params: dict[str, Any],
+    train: tuple[np.ndarray, np.ndarray],
+    validation: tuple[np.ndarray, np.ndarray],
+) -> Any:
+    """LightGBM booster on masks → values, early-stopped on the validation split."""
+    try:
+        import lightgbm as lgb
+    except ImportError as err:
+        raise ImportError("ProxySPEX needs LightGBM for its proxy: `pip install lightgbm`") from err
+    train_set = lgb.Dataset(train[0].astype(np.float64), train[1], params={"verbosity": -1})
+    valid_set = train_set.create_valid(validation[0].astype(np.float64), validation[1])
+    return lgb.train(
+        params,
+        train_set,
+        num_boost_round=MAX_ROUNDS,
+        valid_sets=[valid_set],
+        callbacks=[lgb.early_stopping(EARLY_STOPPING_ROUNDS, verbose=False)],
+    )
+
+
+def _single_output(values: np.ndarray) -> np.ndarray:
+    if values.shape[1] != 1:
+        raise InvalidArgumentError(
+            f"the game must return one value per coalition, got shape {values.shape}"
+        )
+    return np.ascontiguousarray(values[:, 0])
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}")
+    if int(value) < minimum:
+        raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)

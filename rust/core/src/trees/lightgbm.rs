@@ -1,0 +1,350 @@
+//! A parser for LightGBM's model text (`Booster.model_to_string()`), restricted to what an exact
+//! transform needs: numerical splits of single-output regression models (spec proxyspex §5.3).
+
+use rayon::prelude::*;
+
+use crate::error::{CoreError, Result};
+
+/// `kZeroThreshold` of LightGBM (`1e-35f` widened to double).
+const ZERO_THRESHOLD: f64 = 1.000_000_018_002_509_5e-35;
+
+/// Objectives whose prediction is the raw score (sum of the leaf values).
+const IDENTITY_OBJECTIVES: [&str; 6] = [
+    "regression",
+    "regression_l1",
+    "huber",
+    "fair",
+    "quantile",
+    "mape",
+];
+
+/// Where a split sends an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Child {
+    /// Another split, by node index (always larger than its parent's).
+    Node(usize),
+    /// A leaf, by leaf index.
+    Leaf(usize),
+}
+
+/// How a split treats missing values (`decision_type` bits 2–3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingType {
+    /// No missing-value rule: zero compares with the threshold like any value.
+    None,
+    /// Zero (|x| ≤ 1e-35) counts as missing and takes the default direction.
+    Zero,
+    /// NaN counts as missing (never the case for 0/1 inputs).
+    NaN,
+}
+
+/// One numerical split.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    /// The feature compared.
+    pub feature: usize,
+    /// Go left when `x ≤ threshold` (outside the missing-value rule).
+    pub threshold: f64,
+    /// Direction of missing values.
+    pub default_left: bool,
+    /// Which values count as missing.
+    pub missing: MissingType,
+    /// Child for `x ≤ threshold`.
+    pub left: Child,
+    /// Child for `x > threshold`.
+    pub right: Child,
+}
+
+impl Split {
+    /// The child LightGBM's `NumericalDecision` takes for the (non-NaN) input `x`.
+    pub fn route(&self, x: f64) -> Child {
+        let missing = self.missing == MissingType::Zero && x.abs() <= ZERO_THRESHOLD;
+        let left = if missing {
+            self.default_left
+        } else {
+            x <= self.threshold
+        };
+        if left {
+            self.left
+        } else {
+            self.right
+        }
+    }
+}
+
+/// One regression tree; node 0 is the root (a tree without splits is a single leaf).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tree {
+    /// Internal nodes.
+    pub splits: Vec<Split>,
+    /// Leaf outputs, shrinkage included.
+    pub leaf_values: Vec<f64>,
+}
+
+/// A single-output LightGBM regression ensemble whose prediction is the sum of its trees
+/// (already divided by the number of trees for random-forest models).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ensemble {
+    /// Number of input features the model was trained on (`max_feature_idx + 1`).
+    pub n_features: usize,
+    /// The trees.
+    pub trees: Vec<Tree>,
+}
+
+fn bad(message: impl Into<String>) -> CoreError {
+    CoreError::invalid("model", message)
+}
+
+/// `key=value` lines of a block.
+fn fields(block: &str) -> impl Iterator<Item = (&str, &str)> {
+    block
+        .lines()
+        .filter_map(|line| line.trim_end_matches('\r').split_once('='))
+}
+
+fn field<'a>(block: &'a str, name: &str, tree: Option<usize>) -> Result<&'a str> {
+    fields(block)
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+        .ok_or_else(|| match tree {
+            Some(t) => bad(format!("tree {t} has no {name} line")),
+            None => bad(format!(
+                "no {name} line in the header; expected LightGBM model text from \
+                 Booster.model_to_string()"
+            )),
+        })
+}
+
+fn numbers<T: std::str::FromStr>(text: &str, name: &str, tree: usize) -> Result<Vec<T>> {
+    text.split_whitespace()
+        .map(|x| {
+            x.parse()
+                .map_err(|_| bad(format!("tree {tree}: cannot parse {name} value {x:?}")))
+        })
+        .collect()
+}
+
+impl Ensemble {
+    /// Parses LightGBM model text. Errors (argument `model`) for anything but a single-output
+    /// regression model with numerical, non-linear trees, and for malformed text.
+    pub fn from_model_text(text: &str) -> Result<Self> {
+        let (header, body) = match text.find("\nTree=") {
+            Some(i) => (&text[..i], &text[i + 1..]),
+            None => (text, ""),
+        };
+        if header.lines().next().map(str::trim) != Some("tree") {
+            return Err(bad(
+                "does not start with \"tree\"; expected LightGBM model text from \
+                 Booster.model_to_string()",
+            ));
+        }
+        let per_iteration = field(header, "num_tree_per_iteration", None)?;
+        let num_class = field(header, "num_class", None)?;
+        if per_iteration.trim() != "1" || num_class.trim() != "1" {
+            return Err(bad(format!(
+                "has {} trees per iteration ({} classes); only single-output regression \
+                 models are supported",
+                per_iteration.trim(),
+                num_class.trim()
+            )));
+        }
+        let objective = field(header, "objective", None)?
+            .split_whitespace()
+            .next()
+            .unwrap_or("");
+        if !IDENTITY_OBJECTIVES.contains(&objective) {
+            return Err(bad(format!(
+                "objective {objective:?} is not a regression objective with identity output; \
+                 expected one of {IDENTITY_OBJECTIVES:?}"
+            )));
+        }
+        let max_feature: usize = field(header, "max_feature_idx", None)?
+            .trim()
+            .parse()
+            .map_err(|_| bad("max_feature_idx is not a non-negative integer"))?;
+        let average = header.lines().any(|l| l.trim() == "average_output");
+        let body = body.split("end of trees").next().unwrap_or("");
+        let blocks: Vec<&str> = body
+            .split("Tree=")
+            .filter(|b| !b.trim().is_empty())
+            .collect();
+        let mut trees: Vec<Tree> = blocks
+            .par_iter()
+            .enumerate()
+            .map(|(t, block)| parse_tree(block, t))
+            .collect::<Result<_>>()?;
+        if average && !trees.is_empty() {
+            let scale = 1.0 / trees.len() as f64;
+            for tree in &mut trees {
+                tree.leaf_values.iter_mut().for_each(|v| *v *= scale);
+            }
+        }
+        Ok(Self {
+            n_features: max_feature + 1,
+            trees,
+        })
+    }
+}
+
+fn parse_tree(block: &str, t: usize) -> Result<Tree> {
+    let num_leaves: usize = field(block, "num_leaves", Some(t))?
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("tree {t}: num_leaves is not a positive integer")))?;
+    let leaf_values: Vec<f64> = numbers(field(block, "leaf_value", Some(t))?, "leaf_value", t)?;
+    if num_leaves == 0 || leaf_values.len() != num_leaves {
+        return Err(bad(format!(
+            "tree {t}: num_leaves = {num_leaves} but {} leaf values",
+            leaf_values.len()
+        )));
+    }
+    if let Some(v) = leaf_values.iter().find(|v| !v.is_finite()) {
+        return Err(bad(format!("tree {t}: leaf value {v} is not finite")));
+    }
+    let linear = fields(block).any(|(k, v)| k == "is_linear" && v.trim() != "0");
+    if linear {
+        return Err(bad(format!(
+            "tree {t} is a linear tree (linear_tree=true); only constant leaves are supported"
+        )));
+    }
+    if num_leaves == 1 {
+        return Ok(Tree {
+            splits: Vec::new(),
+            leaf_values,
+        });
+    }
+    let internal = num_leaves - 1;
+    let features: Vec<usize> =
+        numbers(field(block, "split_feature", Some(t))?, "split_feature", t)?;
+    let thresholds: Vec<f64> = numbers(field(block, "threshold", Some(t))?, "threshold", t)?;
+    let decisions: Vec<u8> = numbers(field(block, "decision_type", Some(t))?, "decision_type", t)?;
+    let lefts: Vec<i64> = numbers(field(block, "left_child", Some(t))?, "left_child", t)?;
+    let rights: Vec<i64> = numbers(field(block, "right_child", Some(t))?, "right_child", t)?;
+    for (name, len) in [
+        ("split_feature", features.len()),
+        ("threshold", thresholds.len()),
+        ("decision_type", decisions.len()),
+        ("left_child", lefts.len()),
+        ("right_child", rights.len()),
+    ] {
+        if len != internal {
+            return Err(bad(format!(
+                "tree {t}: {name} has {len} entries for {internal} splits"
+            )));
+        }
+    }
+    let child = |node: usize, c: i64| -> Result<Child> {
+        let out = if c < 0 {
+            let leaf = (-(c + 1)) as usize;
+            (leaf < num_leaves).then_some(Child::Leaf(leaf))
+        } else {
+            let c = c as usize;
+            (c > node && c < internal).then_some(Child::Node(c))
+        };
+        out.ok_or_else(|| bad(format!("tree {t}: node {node} has an invalid child {c}")))
+    };
+    let splits = (0..internal)
+        .map(|i| {
+            let decision = decisions[i];
+            if decision & 1 != 0 {
+                return Err(bad(format!(
+                    "tree {t} has a categorical split (node {i}); only numerical splits are \
+                     supported"
+                )));
+            }
+            let missing = match (decision >> 2) & 3 {
+                0 => MissingType::None,
+                1 => MissingType::Zero,
+                2 => MissingType::NaN,
+                other => {
+                    return Err(bad(format!(
+                        "tree {t}: node {i} has an unknown missing type {other}"
+                    )))
+                }
+            };
+            if thresholds[i].is_nan() {
+                return Err(bad(format!("tree {t}: node {i} has a NaN threshold")));
+            }
+            Ok(Split {
+                feature: features[i],
+                threshold: thresholds[i],
+                default_left: decision & 2 != 0,
+                missing,
+                left: child(i, lefts[i])?,
+                right: child(i, rights[i])?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(Tree {
+        splits,
+        leaf_values,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hand-written model: one stump on feature 1 with the given decision type and threshold.
+    pub(crate) fn stump(decision_type: u8, threshold: &str) -> String {
+        format!(
+            "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\n\
+             max_feature_idx=2\nobjective=regression\n\nTree=0\nnum_leaves=2\nnum_cat=0\n\
+             split_feature=1\nthreshold={threshold}\ndecision_type={decision_type}\n\
+             left_child=-1\nright_child=-2\nleaf_value=10 20\nis_linear=0\nshrinkage=1\n\n\n\
+             end of trees\n"
+        )
+    }
+
+    #[test]
+    fn missing_value_rules_on_zero_and_one() {
+        // missing None, default left: 0 ≤ 1e-35 goes left.
+        let e = Ensemble::from_model_text(&stump(2, "1.0000000180025095e-35")).unwrap();
+        let s = &e.trees[0].splits[0];
+        assert_eq!(
+            (s.route(0.0), s.route(1.0)),
+            (Child::Leaf(0), Child::Leaf(1))
+        );
+        // missing Zero, default right: zero is missing and goes right, one goes right too.
+        let e = Ensemble::from_model_text(&stump(4, "0.5")).unwrap();
+        let s = &e.trees[0].splits[0];
+        assert_eq!(
+            (s.route(0.0), s.route(1.0)),
+            (Child::Leaf(1), Child::Leaf(1))
+        );
+        // missing Zero, default left: zero left, one compared with the threshold.
+        let e = Ensemble::from_model_text(&stump(6, "0.5")).unwrap();
+        let s = &e.trees[0].splits[0];
+        assert_eq!(
+            (s.route(0.0), s.route(1.0)),
+            (Child::Leaf(0), Child::Leaf(1))
+        );
+        // missing NaN: plain comparison on 0/1.
+        let e = Ensemble::from_model_text(&stump(8, "1.5")).unwrap();
+        let s = &e.trees[0].splits[0];
+        assert_eq!(
+            (s.route(0.0), s.route(1.0)),
+            (Child::Leaf(0), Child::Leaf(0))
+        );
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_transform() {
+        let err = |text: &str| Ensemble::from_model_text(text).unwrap_err().to_string();
+        assert!(err(&stump(1, "0")).contains("categorical"));
+        assert!(err("hello").contains("model text"));
+        let binary = stump(2, "0.5").replace("objective=regression", "objective=binary sigmoid:1");
+        assert!(err(&binary).contains("\"binary\""));
+        let multi = stump(2, "0.5").replace("num_class=1", "num_class=3");
+        assert!(err(&multi).contains("single-output"));
+        let cycle = stump(2, "0.5").replace("left_child=-1", "left_child=0");
+        assert!(err(&cycle).contains("invalid child"));
+        let short = stump(2, "0.5").replace("leaf_value=10 20", "leaf_value=10");
+        assert!(err(&short).contains("leaf values"));
+        let garbage = stump(2, "0.5").replace("threshold=0.5", "threshold=abc");
+        assert!(err(&garbage).contains("threshold"));
+        let linear = stump(2, "0.5").replace("is_linear=0", "is_linear=1");
+        assert!(err(&linear).contains("linear"));
+        assert!(err(&stump(2, "nan")).contains("NaN threshold"));
+    }
+}

@@ -1,0 +1,328 @@
+//! Bindings of the sparse set functions, tree transforms, interaction indices and ProxySPEX
+//! selection (see `_core.pyi`).
+
+use ferroshap_core::exact_interactions::{exact_interactions as exact, moebius_from_table};
+use ferroshap_core::interactions::{interactions, shapley_values, to_fourier, to_moebius};
+use ferroshap_core::interactions::{Index, Interactions};
+use ferroshap_core::proxyspex::{plan_masks as plan, select_and_refit as select, Samples};
+use ferroshap_core::sparse::{Basis, Key, SparseFunction};
+use ferroshap_core::trees::lightgbm_fourier as from_lightgbm;
+use ferroshap_core::CoreError;
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::errors::{guarded, to_py_err};
+
+fn parse_basis(basis: &str) -> Result<Basis, CoreError> {
+    match basis {
+        "Fourier" => Ok(Basis::Fourier),
+        "Moebius" => Ok(Basis::Moebius),
+        other => Err(CoreError::invalid(
+            "basis",
+            format!("expected \"Fourier\" or \"Moebius\", got {other:?}"),
+        )),
+    }
+}
+
+fn order(max_order: i64) -> Result<usize, CoreError> {
+    usize::try_from(max_order)
+        .ok()
+        .filter(|&k| k >= 1)
+        .ok_or_else(|| {
+            CoreError::invalid("max_order", format!("must be at least 1, got {max_order}"))
+        })
+}
+
+/// A C-order copy (or view) of a boolean mask array with `n` columns.
+fn mask_rows(masks: &PyReadonlyArray2<'_, bool>, n: usize) -> Result<Vec<bool>, CoreError> {
+    let shape = masks.as_array().shape().to_vec();
+    if shape[1] != n {
+        return Err(CoreError::invalid(
+            "masks",
+            format!("expected shape [m, {n}], got {shape:?}"),
+        ));
+    }
+    Ok(masks.as_array().iter().copied().collect())
+}
+
+fn keys_list<'py>(py: Python<'py>, terms: &[(Key, f64)]) -> PyResult<Bound<'py, PyList>> {
+    let tuples = terms
+        .iter()
+        .map(|(k, _)| PyTuple::new(py, k.players()))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, tuples)
+}
+
+type InteractionTuple<'py> = (Bound<'py, PyList>, Bound<'py, PyArray1<f64>>, f64, usize);
+
+fn interaction_tuple<'py>(py: Python<'py>, i: &Interactions) -> PyResult<InteractionTuple<'py>> {
+    let values: Vec<f64> = i.values.iter().map(|(_, v)| *v).collect();
+    Ok((
+        keys_list(py, &i.values)?,
+        PyArray1::from_vec(py, values),
+        i.baseline,
+        i.max_order,
+    ))
+}
+
+/// A set function given by sparse coefficients in the Fourier or Möbius basis.
+#[pyclass(frozen, module = "ferroshap._core", name = "SparseFunction")]
+pub struct PySparseFunction {
+    inner: SparseFunction,
+}
+
+#[pymethods]
+impl PySparseFunction {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        basis: &str,
+        n_players: usize,
+        keys: Vec<Vec<i64>>,
+        coefficients: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<Self> {
+        let coefficients = coefficients.as_array().to_vec();
+        let build = || -> Result<SparseFunction, CoreError> {
+            let basis = parse_basis(basis)?;
+            if keys.len() != coefficients.len() {
+                return Err(CoreError::invalid(
+                    "coefficients",
+                    format!(
+                        "{} coefficients for {} keys",
+                        coefficients.len(),
+                        keys.len()
+                    ),
+                ));
+            }
+            let terms = keys
+                .into_iter()
+                .zip(coefficients)
+                .map(|(players, c)| {
+                    let players = players
+                        .into_iter()
+                        .map(|p| {
+                            u32::try_from(p).map_err(|_| {
+                                CoreError::invalid(
+                                    "keys",
+                                    format!("player {p} is not a valid index"),
+                                )
+                            })
+                        })
+                        .collect::<Result<Vec<u32>, _>>()?;
+                    Ok((Key::new(players, n_players)?, c))
+                })
+                .collect::<Result<Vec<_>, CoreError>>()?;
+            SparseFunction::new(basis, n_players, terms)
+        };
+        let inner = build().map_err(|e| to_py_err(py, e))?;
+        Ok(Self { inner })
+    }
+
+    #[getter]
+    fn basis(&self) -> &'static str {
+        self.inner.basis().name()
+    }
+
+    #[getter]
+    fn n_players(&self) -> usize {
+        self.inner.n_players()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        keys_list(py, self.inner.terms())
+    }
+
+    fn coefficients<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        let c: Vec<f64> = self.inner.terms().iter().map(|(_, c)| *c).collect();
+        PyArray1::from_vec(py, c)
+    }
+
+    fn to_moebius(&self, py: Python<'_>) -> PyResult<Self> {
+        let inner = py
+            .detach(|| guarded(|| to_moebius(&self.inner)))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(Self { inner })
+    }
+
+    fn to_fourier(&self, py: Python<'_>) -> PyResult<Self> {
+        let inner = py
+            .detach(|| guarded(|| to_fourier(&self.inner)))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(Self { inner })
+    }
+
+    fn evaluate<'py>(
+        &self,
+        py: Python<'py>,
+        masks: PyReadonlyArray2<'py, bool>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let rows = mask_rows(&masks, self.inner.n_players()).map_err(|e| to_py_err(py, e))?;
+        let values = py
+            .detach(|| guarded(|| self.inner.evaluate(&rows)))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(PyArray1::from_vec(py, values))
+    }
+
+    fn interactions<'py>(
+        &self,
+        py: Python<'py>,
+        index: &str,
+        max_order: i64,
+    ) -> PyResult<InteractionTuple<'py>> {
+        let result = py
+            .detach(|| {
+                guarded(|| {
+                    let index: Index = index.parse()?;
+                    interactions(&self.inner, index, order(max_order)?)
+                })
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        interaction_tuple(py, &result)
+    }
+
+    fn shapley_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let phi = py
+            .detach(|| guarded(|| shapley_values(&self.inner)))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(PyArray1::from_vec(py, phi))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SparseFunction(basis={:?}, n_players={}, terms={})",
+            self.inner.basis().name(),
+            self.inner.n_players(),
+            self.inner.len()
+        )
+    }
+}
+
+/// Exact Fourier spectrum of a LightGBM regression model's text on 0/1 inputs.
+#[pyfunction]
+fn lightgbm_fourier(
+    py: Python<'_>,
+    model_text: &str,
+    n_players: usize,
+) -> PyResult<PySparseFunction> {
+    let inner = py
+        .detach(|| guarded(|| from_lightgbm(model_text, n_players)))
+        .map_err(|e| to_py_err(py, e))?;
+    Ok(PySparseFunction { inner })
+}
+
+/// Distinct uniform random coalitions, ∅ and N first.
+#[pyfunction]
+fn plan_masks<'py>(
+    py: Python<'py>,
+    n_players: usize,
+    budget: u64,
+    seed: u64,
+) -> PyResult<Bound<'py, PyArray2<bool>>> {
+    let matrix = py
+        .detach(|| guarded(|| plan(n_players, budget, seed)))
+        .map_err(|e| to_py_err(py, e))?;
+    let rows = matrix.n_rows();
+    PyArray1::from_vec(py, matrix.to_indicators()).reshape([rows, n_players])
+}
+
+/// Top-k support selection on a validation split and least-squares refit.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn select_and_refit<'py>(
+    py: Python<'py>,
+    spectrum: &PySparseFunction,
+    basis: &str,
+    train_masks: PyReadonlyArray2<'py, bool>,
+    train_values: PyReadonlyArray1<'py, f64>,
+    validation_masks: PyReadonlyArray2<'py, bool>,
+    validation_values: PyReadonlyArray1<'py, f64>,
+) -> PyResult<(PySparseFunction, usize, f64)> {
+    let n = spectrum.inner.n_players();
+    let prepared = (|| -> Result<_, CoreError> {
+        Ok((
+            parse_basis(basis)?,
+            mask_rows(&train_masks, n)?,
+            mask_rows(&validation_masks, n)?,
+        ))
+    })();
+    let (basis, train_rows, val_rows) = prepared.map_err(|e| to_py_err(py, e))?;
+    let train_y = train_values.as_array().to_vec();
+    let val_y = validation_values.as_array().to_vec();
+    let refit = py
+        .detach(|| {
+            guarded(|| {
+                select(
+                    &spectrum.inner,
+                    basis,
+                    Samples {
+                        masks: &train_rows,
+                        values: &train_y,
+                    },
+                    Samples {
+                        masks: &val_rows,
+                        values: &val_y,
+                    },
+                )
+            })
+        })
+        .map_err(|e| to_py_err(py, e))?;
+    Ok((
+        PySparseFunction {
+            inner: refit.function,
+        },
+        refit.support,
+        refit.validation_r2,
+    ))
+}
+
+/// Interaction values from the full table of a game, by their definitions.
+#[pyfunction]
+fn exact_interactions<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray1<'py, f64>,
+    n_players: usize,
+    index: &str,
+    max_order: i64,
+) -> PyResult<InteractionTuple<'py>> {
+    let table = values.as_array().to_vec();
+    let result = py
+        .detach(|| guarded(|| exact(&table, n_players, index.parse()?, order(max_order)?)))
+        .map_err(|e| to_py_err(py, e))?;
+    interaction_tuple(py, &result)
+}
+
+/// The full Möbius transform of a game's table.
+#[pyfunction]
+fn moebius_transform(
+    py: Python<'_>,
+    values: PyReadonlyArray1<'_, f64>,
+    n_players: usize,
+) -> PyResult<PySparseFunction> {
+    let table = values.as_array().to_vec();
+    let inner = py
+        .detach(|| guarded(|| moebius_from_table(&table, n_players)))
+        .map_err(|e| to_py_err(py, e))?;
+    Ok(PySparseFunction { inner })
+}
+
+/// Adds this module's classes, functions and constants to `_core`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let names: Vec<&str> = Index::ALL.iter().map(|i| i.name()).collect();
+    m.add("INDICES", names)?;
+    m.add(
+        "MAX_TABLE_PLAYERS",
+        ferroshap_core::exact_interactions::MAX_TABLE_PLAYERS,
+    )?;
+    m.add_class::<PySparseFunction>()?;
+    m.add_function(wrap_pyfunction!(lightgbm_fourier, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_masks, m)?)?;
+    m.add_function(wrap_pyfunction!(select_and_refit, m)?)?;
+    m.add_function(wrap_pyfunction!(exact_interactions, m)?)?;
+    m.add_function(wrap_pyfunction!(moebius_transform, m)?)?;
+    Ok(())
+}

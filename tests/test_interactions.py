@@ -1,0 +1,212 @@
+"""Tree → Fourier against LightGBM itself, every index against the enumeration oracle and shapiq,
+the Interactions object, and bad input."""
+
+from __future__ import annotations
+
+import re
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+import shapiq
+
+import ferroshap as fs
+from ferroshap import _core
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.interactions import all_masks
+
+PARAMS = {"verbosity": -1, "num_threads": 1, "deterministic": True, "force_col_wise": True}
+
+
+def fit(x: np.ndarray, y: np.ndarray, rounds: int = 30, **params: object) -> lgb.Booster:
+    return lgb.train({**PARAMS, **params}, lgb.Dataset(x, y), num_boost_round=rounds)
+
+
+def assert_reproduces(booster: lgb.Booster, n: int, text: str | None = None) -> None:
+    """The exact spectrum's synthesis equals ``predict`` on all 2**n masks (to 1e-9)."""
+    spectrum = _core.lightgbm_fourier(text or booster.model_to_string(), n)
+    masks = all_masks(n)
+    expected = booster.predict(masks.astype(np.float64))
+    np.testing.assert_allclose(spectrum.evaluate(masks), expected, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_models_reproduce_predict_on_every_mask(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 10
+    x = (rng.random((400, n)) < 0.5).astype(np.float64)
+    y = x[:, 0] * x[:, 1] - 2 * x[:, 3] + x[:, 4] * x[:, 5] * x[:, 6] + rng.normal(0, 0.1, 400)
+    booster = fit(x, y, max_depth=1 + seed * 3, num_leaves=4 + seed * 10)
+    assert_reproduces(booster, n)
+
+
+@pytest.mark.parametrize("zero_as_missing", [False, True])
+def test_models_trained_with_missing_values(zero_as_missing: bool) -> None:
+    """NaN in 0/1 training data gives missing type NaN; zero_as_missing on data with other
+    values gives missing type Zero (with default left and right). Both on 0/1 masks."""
+    rng = np.random.default_rng(3)
+    n = 8
+    levels = [0.0, 0.5, 1.0] if zero_as_missing else [0.0, 1.0]
+    x = rng.choice(levels, size=(500, n))
+    y = 3 * x[:, 0] - x[:, 1] * x[:, 2] + rng.normal(0, 0.1, 500)
+    if not zero_as_missing:
+        x[rng.random(x.shape) < 0.15] = np.nan
+    booster = fit(x, y, zero_as_missing=zero_as_missing)
+    text = booster.model_to_string()
+    types = {int(t) for line in re.findall(r"decision_type=(.*)", text) for t in line.split()}
+    expected = 1 if zero_as_missing else 2
+    assert any(t >> 2 & 3 == expected for t in types), f"no missing type {expected} in {types}"
+    assert_reproduces(booster, n)
+
+
+def test_hand_written_missing_value_rules_match_lightgbm() -> None:
+    """Rewrite a clean model's decision types and thresholds; LightGBM's own predict is the
+    oracle for each rule (missing None / Zero / NaN, default left or right)."""
+    rng = np.random.default_rng(4)
+    n = 6
+    x = (rng.random((300, n)) < 0.5).astype(np.float64)
+    y = x @ rng.normal(size=n) + x[:, 0] * x[:, 1]
+    # Without tree_sizes LightGBM reads the edited (resized) tree blocks sequentially.
+    text = re.sub(r"tree_sizes=.*\n", "", fit(x, y, rounds=5, max_depth=3).model_to_string())
+    for decision_type in (0, 2, 4, 6, 8, 10):
+        for threshold in ("1.0000000180025095e-35", "0.5", "-0.5", "1.5"):
+            edited = re.sub(
+                r"decision_type=(.*)",
+                lambda m, d=decision_type: (
+                    "decision_type=" + " ".join([str(d)] * len(m[1].split()))
+                ),
+                text,
+            )
+            edited = re.sub(
+                r"\nthreshold=(.*)",
+                lambda m, t=threshold: "\nthreshold=" + " ".join([t] * len(m[1].split())),
+                edited,
+            )
+            assert_reproduces(lgb.Booster(model_str=edited), n, edited)
+
+
+def test_extraction_rejects_what_it_cannot_transform() -> None:
+    rng = np.random.default_rng(5)
+    x = (rng.random((200, 4)) < 0.5).astype(np.float64)
+    y = x[:, 0] + x[:, 1]
+    text = fit(x, y, rounds=3).model_to_string()
+    with pytest.raises(InvalidArgumentError, match=r"^model: .*feature 3.*n_players = 3"):
+        _core.lightgbm_fourier(text, 3)
+    categorical = re.sub(r"decision_type=(\d+)", "decision_type=1", text, count=1)
+    with pytest.raises(InvalidArgumentError, match="categorical"):
+        _core.lightgbm_fourier(categorical, 4)
+    binary = fit(x, (y > 1).astype(float), rounds=3, objective="binary").model_to_string()
+    with pytest.raises(InvalidArgumentError, match="not a regression objective"):
+        _core.lightgbm_fourier(binary, 4)
+    with pytest.raises(InvalidArgumentError, match="model text"):
+        _core.lightgbm_fourier('{"json": "dump"}', 4)
+
+
+def random_moebius(n: int, terms: int, seed: int) -> _core.SparseFunction:
+    rng = np.random.default_rng(seed)
+    keys = [
+        tuple(sorted(rng.choice(n, size=rng.integers(0, n + 1), replace=False).tolist()))
+        for _ in range(terms)
+    ]
+    return _core.SparseFunction("Moebius", n, keys, rng.uniform(-1, 1, terms))
+
+
+def dense(values: dict[tuple[int, ...], float]) -> dict[tuple[int, ...], float]:
+    return {k: v for k, v in values.items() if abs(v) > 1e-12}
+
+
+@pytest.mark.parametrize("index", fs.INDICES)
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_closed_forms_match_the_enumeration_oracle(index: str, order: int) -> None:
+    n = 7
+    f = random_moebius(n, 15, seed=order)
+    fast = fs.Interactions.from_surrogate(f, index, order, n_evaluations=0)
+    oracle = fs.exact_interactions(f.evaluate, n, index=index, max_order=order)
+    assert fast.max_order == oracle.max_order
+    keys = set(fast.values) | set(oracle.values)
+    for key in keys:
+        assert fast.values.get(key, 0.0) == pytest.approx(oracle.values.get(key, 0.0), abs=1e-9)
+    assert fast.baseline_value == pytest.approx(oracle.baseline_value, abs=1e-9)
+
+
+@pytest.mark.parametrize("index", ["SV", "BV", "SII", "BII", "k-SII", "STII", "FSII", "FBII"])
+def test_oracle_agrees_with_shapiq_exact_computer(index: str) -> None:
+    n, order = 6, 3
+    game = random_moebius(n, 12, seed=11).evaluate
+    ours = fs.exact_interactions(game, n, index=index, max_order=order)
+    theirs = shapiq.ExactComputer(game=lambda m: game(m.astype(bool)), n_players=n)(
+        index=index, order=order
+    )
+    for key, value in theirs.dict_values.items():
+        if len(key) == 0:
+            continue
+        assert ours.values.get(key, 0.0) == pytest.approx(value, abs=1e-8), key
+    if index == "FBII":
+        assert ours.baseline_value == pytest.approx(theirs.baseline_value, abs=1e-8)
+
+
+def test_basis_round_trip_and_parity() -> None:
+    parity = _core.SparseFunction("Fourier", 3, [(0, 1)], np.array([1.0]))
+    masks = all_masks(3)
+    np.testing.assert_array_equal(
+        parity.evaluate(masks), np.where(masks[:, 0] ^ masks[:, 1], -1, 1)
+    )
+    moebius = parity.to_moebius()
+    assert dict(zip(moebius.keys(), moebius.coefficients(), strict=True)) == {
+        (): 1.0,
+        (0,): -2.0,
+        (1,): -2.0,
+        (0, 1): 4.0,
+    }
+    back = moebius.to_fourier()
+    assert back.keys() == [(0, 1)] and back.coefficients().tolist() == [1.0]
+
+
+def test_interactions_object() -> None:
+    game = random_moebius(5, 10, seed=2).evaluate
+    iv = fs.exact_interactions(game, 5, index="k-SII", max_order=2)
+    assert all(1 <= len(k) <= 2 for k in iv.values)
+    assert list(iv.values) == sorted(iv.values, key=lambda k: (len(k), k))
+    top = iv.top(3)
+    assert [abs(v) for _, v in top] == sorted((abs(v) for v in iv.values.values()), reverse=True)[
+        :3
+    ]
+    ends = game(np.array([[False] * 5, [True] * 5]))
+    assert sum(iv.values.values()) == pytest.approx(ends[1] - ends[0])  # k-SII efficiency
+    np.testing.assert_allclose(
+        iv.shapley_values(), fs.exact_interactions(game, 5, index="SV").surrogate.shapley_values()
+    )
+    assert iv.faithfulness(game, all_masks(5)) == pytest.approx(1.0)
+
+    converted = iv.to_shapiq()
+    assert isinstance(converted, shapiq.InteractionValues)
+    assert converted.index == "k-SII" and converted.max_order == 2
+    assert converted.baseline_value == pytest.approx(iv.baseline_value)
+    for key, value in iv.values.items():
+        assert converted[key] == pytest.approx(value)
+
+    frame = iv.to_polars()
+    assert frame.columns == ["interaction", "order", "value"] and frame.height == len(iv)
+
+
+def test_exact_interactions_bad_input() -> None:
+    game = lambda m: m.sum(axis=1) * 1.0  # noqa: E731
+    with pytest.raises(InvalidArgumentError, match=r"index must be one of .*'k-SII'.*'FBII'"):
+        fs.exact_interactions(game, 3, index="kSII")
+    with pytest.raises(InvalidArgumentError, match="max_order must be at least 1"):
+        fs.exact_interactions(game, 3, max_order=0)
+    with pytest.raises(InvalidTypeError, match="max_order must be an int"):
+        fs.exact_interactions(game, 3, max_order=1.5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="n must be between 1 and 20"):
+        fs.exact_interactions(game, 21)
+    with pytest.raises(InvalidTypeError, match="game must be callable"):
+        fs.exact_interactions(3, 3)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="one value per coalition"):
+        fs.exact_interactions(lambda m: np.ones((len(m), 2)), 3)
+    iv = fs.exact_interactions(game, 3)
+    with pytest.raises(InvalidArgumentError, match=r"masks must have shape \[m, 3\]"):
+        iv.faithfulness(game, np.ones((4, 2), dtype=bool))
+    with pytest.raises(InvalidArgumentError, match="keys"):
+        _core.SparseFunction("Moebius", 3, [(5,)], np.array([1.0]))
+    with pytest.raises(InvalidArgumentError, match="basis"):
+        _core.SparseFunction("Walsh", 3, [(1,)], np.array([1.0]))

@@ -1,0 +1,139 @@
+"""ProxySPEX end to end: sparse unanimity games at n = 64 and 256, faithfulness on a noisy game,
+maskers, reproducibility and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ferroshap as fs
+from conftest import Soum, relative_error
+from ferroshap import _core
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+
+
+def true_terms(soum: Soum) -> dict[tuple[int, ...], float]:
+    return {
+        tuple(np.flatnonzero(t).tolist()): float(c)
+        for t, c in zip(soum.terms, soum.coefficients, strict=True)
+    }
+
+
+@pytest.mark.parametrize(
+    ("n", "n_terms", "order", "budget", "sv_tolerance"),
+    [(64, 20, 4, 1500, 0.05), (256, 12, 5, 3000, 0.05)],
+)
+def test_sum_of_unanimity_games(
+    n: int, n_terms: int, order: int, budget: int, sv_tolerance: float
+) -> None:
+    """Noiseless SOUM: the large terms are recovered in the Möbius values and the Shapley values
+    are within ``sv_tolerance`` (relative) of the closed form."""
+    soum = Soum(n, n_terms, order, seed=n)
+    iv = fs.ProxySPEX(soum, n=n, budget=budget, max_order=order, index="Moebius", seed=1).explain()
+    assert iv.n_evaluations == budget
+    assert relative_error(iv.shapley_values(), soum.shapley) < sv_tolerance
+    truth = true_terms(soum)
+    large = {k: c for k, c in truth.items() if abs(c) > 0.3}
+    recovered = [k for k, c in large.items() if abs(iv.values.get(k, 0.0) - c) < 0.1 * abs(c)]
+    assert len(recovered) >= 0.8 * len(large), (sorted(large), iv.top(len(large)))
+
+
+def test_faithfulness_on_a_noisy_sparse_game() -> None:
+    soum = Soum(32, 15, 3, seed=5)
+    rng = np.random.default_rng(0)
+    sd = 0.05 * soum(rng.random((1000, 32)) < 0.5).std()
+
+    def noisy(masks: np.ndarray) -> np.ndarray:
+        return soum(masks) + rng.normal(0.0, sd, len(masks))
+
+    iv = fs.ProxySPEX(noisy, n=32, budget=1000, max_order=3, seed=0).explain()
+    held_out = np.random.default_rng(1).random((1000, 32)) < 0.5
+    assert iv.faithfulness(soum, held_out) >= 0.9
+    assert iv.diagnostics["validation_r2"] >= 0.9
+    assert iv.index == "k-SII" and all(1 <= len(k) <= 3 for k in iv.values)
+
+
+def test_same_seed_same_values_bit_for_bit() -> None:
+    soum = Soum(20, 8, 3, seed=2)
+    first = fs.ProxySPEX(soum, n=20, budget=300, seed=7).explain()
+    second = fs.ProxySPEX(soum, n=20, budget=300, seed=7).explain()
+    assert first.values == second.values
+    np.testing.assert_array_equal(first.shapley_values(), second.shapley_values())
+
+
+def test_masks_are_distinct_and_include_empty_and_full() -> None:
+    masks = _core.plan_masks(30, 500, 3)
+    assert masks.shape == (500, 30)
+    assert not masks[0].any() and masks[1].all()
+    assert len({row.tobytes() for row in masks}) == 500
+    np.testing.assert_array_equal(masks, _core.plan_masks(30, 500, 3))
+
+
+def test_baseline_masker_on_an_additive_model() -> None:
+    w = np.arange(1.0, 9.0)
+    background = np.zeros((1, 8)) + 0.5
+    x = np.ones(8)
+    explainer = fs.ProxySPEX(
+        lambda z: z @ w, masker=fs.maskers.Baseline(background), budget=200, index="SV"
+    )
+    iv = explainer.explain(x)
+    np.testing.assert_allclose(iv.shapley_values(), w * 0.5, atol=1e-8)
+    assert iv.baseline_value == pytest.approx(background[0] @ w)
+
+
+def test_tokens_masker() -> None:
+    ids = np.array([5, 9, 5, 2, 7, 5, 1, 3, 8, 4, 6, 5])
+
+    def model(batch: np.ndarray) -> np.ndarray:
+        return (batch == 5).sum(axis=1) + 2.0 * ((batch[:, 1] == 9) & (batch[:, 4] == 7))
+
+    iv = fs.ProxySPEX(model, masker=fs.maskers.Tokens(0), budget=1000, index="Moebius").explain(ids)
+    assert iv.values.get((1, 4)) == pytest.approx(2.0, abs=1e-6)
+    for position in np.flatnonzero(ids == 5):
+        assert iv.values.get((int(position),)) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_budget_covering_every_coalition_is_exact() -> None:
+    game = Soum(6, 5, 3, seed=1)
+    with pytest.warns(UserWarning, match="exact interaction values"):
+        iv = fs.ProxySPEX(game, n=6, budget=64, index="SII", max_order=3).explain()
+    oracle = fs.exact_interactions(game, 6, index="SII", max_order=3)
+    assert iv.values.keys() == oracle.values.keys()
+    for key, value in oracle.values.items():
+        assert iv.values[key] == pytest.approx(value, abs=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "pattern"),
+    [
+        ({"budget": 40}, InvalidArgumentError, r"budget must be at least 48 \(16 validation"),
+        ({"max_order": 0}, InvalidArgumentError, "max_order must be at least 1"),
+        ({"index": "Shapley"}, InvalidArgumentError, r"index must be one of .*'k-SII'"),
+        ({"n": None}, InvalidArgumentError, "n .* is required"),
+        ({"game_or_model": 5}, InvalidTypeError, "game must be callable"),
+        ({"validation_fraction": 1.5}, InvalidArgumentError, "validation_fraction"),
+        ({"seed": -1}, InvalidArgumentError, "seed"),
+        ({"proxy_params": [1]}, InvalidTypeError, "proxy_params must be a dict"),
+    ],
+)
+def test_bad_input(kwargs: dict[str, object], error: type[Exception], pattern: str) -> None:
+    arguments: dict[str, object] = {"game_or_model": lambda m: m.sum(1) * 1.0, "n": 10, **kwargs}
+    with pytest.raises(error, match=pattern):
+        fs.ProxySPEX(**arguments)  # type: ignore[arg-type]
+
+
+def test_bad_explain_calls() -> None:
+    game = lambda m: m.sum(1) * 1.0  # noqa: E731
+    with pytest.raises(InvalidArgumentError, match="x must be None for a raw game"):
+        fs.ProxySPEX(game, n=10, budget=100).explain(np.ones(10))
+    with_masker = fs.ProxySPEX(lambda z: z.sum(1), masker=fs.maskers.Baseline(np.zeros(3)))
+    with pytest.raises(InvalidArgumentError, match=r"x .* is required with a masker"):
+        with_masker.explain()
+    with pytest.raises(InvalidArgumentError, match="x must be one row of 3 features"):
+        with_masker.explain(np.ones(4))
+    with pytest.raises(InvalidArgumentError, match="integer token ids"):
+        fs.ProxySPEX(lambda b: b.sum(1), masker=fs.maskers.Tokens(0)).explain([0.5, 1.5])
+    with pytest.raises(InvalidTypeError, match="masker must be"):
+        fs.ProxySPEX(lambda z: z, masker=object())  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="one value per coalition"):
+        fs.ProxySPEX(lambda m: np.ones((len(m), 2)), n=10, budget=100).explain()
