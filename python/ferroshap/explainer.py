@@ -6,7 +6,6 @@ evaluate), Python evaluates the game on them, and the core turns the values into
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,10 +18,9 @@ from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
 from ferroshap.games import LINKS, RawGame, TabularGame
 from ferroshap.models import ModelFunction, resolve_model
+from ferroshap.validation import Seed, check_int, check_seed, draw_seed
 
 __all__ = ["Explainer", "shapley_values"]
-
-Seed = int | np.random.Generator
 
 
 class Explainer:
@@ -130,9 +128,9 @@ class Explainer:
         self.method = method
         self.budget = _check_budget(budget, method, n)
         self.paired = bool(paired)
-        self.seed = _check_seed(seed)
-        self.batch_size = None if batch_size is None else _check_int(batch_size, "batch_size", 1)
-        self.max_bytes = _check_int(max_bytes, "max_bytes", 1)
+        self.seed = check_seed(seed)
+        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
+        self.max_bytes = check_int(max_bytes, "max_bytes", 1)
         self.progress = bool(progress)
         self.per_row_design = bool(per_row_design)
         if feature_names is not None:
@@ -185,7 +183,7 @@ class Explainer:
             link=self.link,
         )
         rows = int(x.shape[0])
-        seed = _draw_seed(self.seed)
+        seed = draw_seed(self.seed)
         streams = range(1, rows + 1) if self.per_row_design else [0]
         designs = _plan(self.method, n, self.budget, seed, self.paired, streams)
         if self.per_row_design:
@@ -242,10 +240,10 @@ def shapley_values(
     """
     if not callable(game):
         raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
-    n = _check_int(n, "n", 1)
+    n = check_int(n, "n", 1)
     _check_method(method, n)
     budget = _check_budget(budget, method, n)
-    (design,) = _plan(method, n, budget, _draw_seed(_check_seed(seed)), bool(paired), [0])
+    (design,) = _plan(method, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
     raw = RawGame(game, n)
     (phi,) = _estimate([design], [raw.evaluate(design.masks())])
     return phi if raw.output_shape else phi[0]
@@ -257,14 +255,6 @@ def _place(array: Any, model: ModelFunction) -> Any:
     if model.backend is None or not ArrayBackend.of(array).is_numpy:
         return array
     return model.backend.asarray(array, dtype=model.dtype)
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}")
-    if int(value) < minimum:
-        raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 def _check_method(method: str, n: int) -> None:
@@ -280,30 +270,12 @@ def _check_method(method: str, n: int) -> None:
 
 
 def _check_budget(budget: Any, method: str, n: int) -> int:
-    value = _check_int(budget, "budget", 2)
+    value = check_int(budget, "budget", 2)
     if method == "permutation" and value < 2 * n:
         raise InvalidArgumentError(
             f"budget must be at least 2n = {2 * n} for method='permutation' with n={n}, got {value}"
         )
     return value
-
-
-def _check_seed(seed: Any) -> Seed:
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise InvalidTypeError(
-            f"seed must be an int or a numpy.random.Generator, got {type(seed).__name__}"
-        )
-    if not 0 <= int(seed) < 2**64:
-        raise InvalidArgumentError(f"seed must be in [0, 2**64), got {seed}")
-    return int(seed)
-
-
-def _draw_seed(seed: Seed) -> int:
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(0, 2**63))
-    return seed
 
 
 def _plan(

@@ -23,11 +23,11 @@ import numpy as np
 
 from ferroshap import _core
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
-from ferroshap.explainer import _check_seed, _draw_seed
 from ferroshap.games import RawGame
 from ferroshap.interactions import Interactions, all_masks, check_index, check_order, r_squared
 from ferroshap.maskers import Masker
 from ferroshap.models import resolve_model
+from ferroshap.validation import check_int, check_seed, draw_seed
 
 __all__ = ["DEFAULT_PROXY_PARAMS", "ProxySPEX"]
 
@@ -121,7 +121,7 @@ class ProxySPEX:
             if n is None:
                 raise InvalidArgumentError("n (the number of players) is required for a raw game")
             self._model: Callable[[Any], Any] = game_or_model
-            self.n = _check_int(n, "n", 1)
+            self.n = check_int(n, "n", 1)
         else:
             if not callable(getattr(masker, "game", None)):
                 raise InvalidTypeError(
@@ -129,12 +129,12 @@ class ProxySPEX:
                     f"{type(masker).__name__}"
                 )
             self._model = resolve_model(game_or_model).function
-            self.n = None if n is None else _check_int(n, "n", 1)
+            self.n = None if n is None else check_int(n, "n", 1)
         self.masker = masker
-        self.budget = _check_int(budget, "budget", 2)
+        self.budget = check_int(budget, "budget", 2)
         self.max_order = check_order(max_order)
         self.index = check_index(index)
-        self.seed = _check_seed(seed)
+        self.seed = check_seed(seed)
         if not isinstance(validation_fraction, numbers.Real) or not (
             0.0 < validation_fraction < 1.0
         ):
@@ -200,7 +200,7 @@ class ProxySPEX:
 
     def _estimate(self, raw: RawGame, n: int, names: list[str] | None) -> Interactions:
         times: dict[str, float] = {}
-        masks = _core.plan_masks(n, self.budget, _draw_seed(self.seed))
+        masks = _core.plan_masks(n, self.budget, draw_seed(self.seed))
         start = time.perf_counter()
         values = _single_output(raw.evaluate(masks))
         times["seconds_game"] = time.perf_counter() - start
@@ -272,11 +272,3 @@ def _single_output(values: np.ndarray) -> np.ndarray:
             f"the game must return one value per coalition, got shape {values.shape}"
         )
     return np.ascontiguousarray(values[:, 0])
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}")
-    if int(value) < minimum:
-        raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
