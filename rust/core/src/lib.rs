@@ -8,6 +8,7 @@ pub mod coalitions;
 pub mod error;
 pub mod estimator;
 pub mod exact;
+pub mod fourier;
 pub mod sampling;
 pub mod solve;
 
