@@ -23,14 +23,17 @@ from ferroshap._core import METHODS, __version__
 from ferroshap.errors import FerroshapError, InvalidArgumentError, InvalidTypeError
 from ferroshap.explainer import Explainer, shapley_values
 from ferroshap.explanation import Explanation
+from ferroshap.sketch import FourierSketch, SequenceInteractions
 
 __all__ = [
     "METHODS",
     "Explainer",
     "Explanation",
     "FerroshapError",
+    "FourierSketch",
     "InvalidArgumentError",
     "InvalidTypeError",
+    "SequenceInteractions",
     "__version__",
     "shapley_values",
 ]

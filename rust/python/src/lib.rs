@@ -5,6 +5,7 @@
 //! estimator logic.
 
 mod errors;
+mod sketch;
 
 use std::sync::OnceLock;
 
@@ -198,5 +199,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_EXACT_PLAYERS", MAX_EXACT_PLAYERS)?;
     m.add_class::<PyDesign>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
+    sketch::register(m)?;
     Ok(())
 }

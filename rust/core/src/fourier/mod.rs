@@ -23,4 +23,6 @@ pub mod spectrum;
 pub use decode::SketchFit;
 pub use design::{SketchParams, SketchPlan};
 pub use explain::{Index, Interactions};
+/// The complex type of coefficients (re-exported so that callers need no extra dependency).
+pub use num_complex::Complex64;
 pub use spectrum::Spectrum;
