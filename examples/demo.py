@@ -24,7 +24,7 @@ METHODS = ["leverage", "kernel", "kernel-wor", "modified-l2", "unbiased", "permu
 
 
 def relative_error(estimate: np.ndarray, truth: np.ndarray) -> float:
-    """Mean over rows of ``Σ(φ̂ − φ)² / Σφ²``."""
+    """Mean over rows of ``Σ(φ̂ - φ)² / Σφ²``."""
     per_row = ((estimate - truth) ** 2).sum(axis=1) / (truth**2).sum(axis=1)
     return float(per_row.mean())
 
@@ -54,9 +54,9 @@ def main() -> None:
     for budget in budgets:
         for method in METHODS:
             start = time.perf_counter()
-            explanation = fs.Explainer(
-                model, background, method=method, budget=budget, seed=0
-            )(rows)
+            explanation = fs.Explainer(model, background, method=method, budget=budget, seed=0)(
+                rows
+            )
             seconds = time.perf_counter() - start
             error = relative_error(explanation.values, truth)
             print(f"{method:<13}{budget:>8}{error:>13.2e}{seconds:>10.2f}")
