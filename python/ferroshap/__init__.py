@@ -26,6 +26,7 @@ from ferroshap.explainer import Explainer, shapley_values
 from ferroshap.explanation import Explanation
 from ferroshap.interactions import INDICES, Interactions, exact_interactions
 from ferroshap.proxyspex import ProxySPEX
+from ferroshap.sketch import FourierSketch, SequenceInteractions
 
 __all__ = [
     "INDICES",
@@ -33,10 +34,12 @@ __all__ = [
     "Explainer",
     "Explanation",
     "FerroshapError",
+    "FourierSketch",
     "Interactions",
     "InvalidArgumentError",
     "InvalidTypeError",
     "ProxySPEX",
+    "SequenceInteractions",
     "__version__",
     "exact_interactions",
     "maskers",

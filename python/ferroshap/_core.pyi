@@ -7,11 +7,14 @@ from numpy.typing import NDArray
 
 __all__ = [
     "INDICES",
+    "INTERACTION_INDICES",
     "MAX_EXACT_PLAYERS",
     "MAX_TABLE_PLAYERS",
     "METHODS",
     "Design",
+    "SketchPlan",
     "SparseFunction",
+    "Spectrum",
     "__version__",
     "exact_interactions",
     "fill_masked_inputs",
@@ -20,6 +23,7 @@ __all__ = [
     "plan",
     "plan_masks",
     "select_and_refit",
+    "sketch_plan",
 ]
 
 __version__: str
@@ -199,3 +203,113 @@ def exact_interactions(
 
 def moebius_transform(values: NDArray[np.float64], n_players: int) -> SparseFunction:
     """The full Moebius transform of the table ``values[mask]``."""
+
+# --- Fourier sketch (SHAP zero) -------------------------------------------------------------
+
+INTERACTION_INDICES: list[str]
+"""Interaction indices :meth:`Spectrum.interactions` accepts: Moebius, k-SII, STII, FSII."""
+
+@final
+class SketchPlan:
+    """The queries of a sparse q-ary Fourier sketch and how to decode the model's values on them.
+
+    Sequences are ``uint8`` codes ``0..q``. Every random choice (subsampling matrices, delay
+    offsets, held-out queries) follows from the seed.
+    """
+
+    @property
+    def q(self) -> int:
+        """Alphabet size."""
+    @property
+    def length(self) -> int:
+        """Sequence length ``n``."""
+    @property
+    def b(self) -> int:
+        """Subsampling dimension: ``q**b`` bins per group."""
+    @property
+    def groups(self) -> int:
+        """Number of subsampling groups."""
+    @property
+    def offsets(self) -> int:
+        """Number of random delay offsets (each brings ``n + 1`` delays)."""
+    @property
+    def n_holdout(self) -> int:
+        """Held-out uniform random queries used to tune the noise threshold."""
+    @property
+    def n_queries(self) -> int:
+        """Distinct queries (rows of :meth:`queries`), held-out ones included (≤ the budget)."""
+    @property
+    def budget(self) -> int:
+        """The budget the plan was built for."""
+    @property
+    def seed(self) -> int:
+        """The seed the plan was built from."""
+    def queries(self) -> NDArray[np.uint8]:
+        """The distinct query sequences ``[n_queries, length]`` to evaluate the model on."""
+    def decode(self, values: NDArray[np.float64]) -> tuple[Spectrum, float, float]:
+        """Decode the model's values on :meth:`queries` (``[n_queries]``, finite).
+
+        Returns the spectrum, the chosen noise threshold (relative to the mean bin energy) and
+        the held-out NMSE. Releases the GIL.
+        """
+
+def sketch_plan(q: int, length: int, budget: int, seed: int, offsets: int = 1) -> SketchPlan:
+    """Plan a sketch of a function on sequences of ``length`` codes ``0..q``.
+
+    The budget counts every distinct query, held-out ones included; a tenth of it (at most
+    2000) is held out, the largest ``b`` with three groups is chosen and the rest buys more
+    groups. Raises ``InvalidArgumentError`` naming the minimum budget when it is too small.
+    """
+
+@final
+class Spectrum:
+    """A sparse Fourier spectrum ``f(x) = mean + Re sum_k F[k] w^<x,k>``, ``w = e^(2 pi i/q)``.
+
+    ``keys`` are distinct non-zero ``uint8`` vectors; the mean is ``F[0]``.
+    """
+
+    def __new__(
+        cls,
+        length: int,
+        q: int,
+        keys: NDArray[np.uint8],
+        real: NDArray[np.float64],
+        imag: NDArray[np.float64],
+        mean: float,
+    ) -> Spectrum: ...
+    @property
+    def length(self) -> int:
+        """Sequence length ``n``."""
+    @property
+    def q(self) -> int:
+        """Alphabet size."""
+    @property
+    def mean(self) -> float:
+        """``F[0]``, the mean of the surrogate over uniform random sequences."""
+    @property
+    def n_coefficients(self) -> int:
+        """Number of non-zero keys (the mean excluded)."""
+    def keys(self) -> NDArray[np.uint8]:
+        """The keys ``[K, length]``."""
+    def real(self) -> NDArray[np.float64]:
+        """Real parts of the coefficients ``[K]``."""
+    def imag(self) -> NDArray[np.float64]:
+        """Imaginary parts of the coefficients ``[K]``."""
+    def predict(self, sequences: NDArray[np.uint8]) -> NDArray[np.float64]:
+        """The surrogate on ``[rows, length]`` codes; returns ``[rows]``."""
+    def shapley_values(
+        self, sequences: NDArray[np.uint8], background: NDArray[np.uint8] | None = None
+    ) -> NDArray[np.float64]:
+        """Shapley values ``[rows, length]`` under the uniform background or, when given, the
+        data background ``[B, length]``. Releases the GIL."""
+    def base_value(self, background: NDArray[np.uint8] | None = None) -> float:
+        """``v(empty)``: the mean (uniform background) or the surrogate's mean over the rows."""
+    def interactions(
+        self,
+        sequences: NDArray[np.uint8],
+        max_order: int | None = None,
+        index: str = "k-SII",
+    ) -> tuple[list[tuple[int, ...]], NDArray[np.float64]]:
+        """Interactions under the uniform background: shared keys (player tuples of size
+        ``1..max_order``) and values ``[rows, keys]``. ``max_order=None``: all orders (Moebius).
+        """

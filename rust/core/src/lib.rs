@@ -9,6 +9,7 @@ pub mod error;
 pub mod estimator;
 pub mod exact;
 pub mod exact_interactions;
+pub mod fourier;
 pub mod interactions;
 pub mod masking;
 pub mod proxyspex;

@@ -7,6 +7,7 @@
 mod errors;
 mod masking;
 mod proxyspex;
+mod sketch;
 
 use std::sync::OnceLock;
 
@@ -202,5 +203,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     masking::register(m)?;
     proxyspex::register(m)?;
+    sketch::register(m)?;
     Ok(())
 }
