@@ -455,6 +455,8 @@ def summarize_accuracy(long: pl.DataFrame) -> pl.DataFrame:
     """Median error over seeds per estimator and budget, its ratio to shapiq KernelSHAP and shap."""
     medians = long.group_by("estimator", "budget").agg(
         pl.col("rel_error").median().alias("median_rel_error"),
+        pl.col("rel_error").quantile(0.25).alias("q25"),
+        pl.col("rel_error").quantile(0.75).alias("q75"),
         pl.len().alias("seeds"),
     )
     refs = {SHAPIQ_KERNEL: "vs_shapiq_kernel", SHAP: "vs_shap"}
@@ -634,6 +636,12 @@ def accuracy_report(summary: pl.DataFrame) -> str:
         wide = summary.pivot(on="budget", index="estimator", values=column, sort_columns=True)
         wide = wide.join(order, on="estimator").sort("order").drop("order")
         parts.append(f"{title}:\n\n{to_markdown(wide, digits=3)}")
+    spread = summary.with_columns(
+        iqr=pl.format("{} - {}", *(pl.col(q).round_sig_figs(2) for q in ("q25", "q75")))
+    )
+    wide = spread.pivot(on="budget", index="estimator", values="iqr", sort_columns=True)
+    wide = wide.join(order, on="estimator").sort("order").drop("order")
+    parts.append(f"Interquartile range of the error over seeds:\n\n{to_markdown(wide)}")
     best = summary.filter("best").sort("budget").select("budget", "estimator")
     parts.append("Best per budget:\n\n" + to_markdown(best))
     return "\n\n".join(parts)

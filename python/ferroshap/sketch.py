@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from ferroshap.backend import (
     chunk_length,
     progress_bar,
 )
+from ferroshap.datasets import iter_chunks
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
 from ferroshap.models import resolve_model
@@ -516,7 +517,7 @@ class FourierSketch:
         writer: Any = None
         offset = 0
         try:
-            for frame in _chunks(data, needed, chunk_size):
+            for frame in iter_chunks(data, needed, chunk_size):
                 codes = self._codec.encode(frame[column], column, offset)
                 phi = self._spectrum.shapley_values(codes, bg)
                 result = frame.select(key_columns).hstack(
@@ -650,53 +651,3 @@ def _one_output(outputs: Any, rows: int) -> np.ndarray:
             )
         values = values[:, 0]
     return values
-
-
-def _chunks(data: Any, columns: list[str], chunk_size: int) -> Iterator[Any]:
-    """Polars DataFrames of at most ``chunk_size`` rows holding ``columns`` of ``data``."""
-    import polars as pl
-
-    def check(available: Sequence[str]) -> None:
-        missing = [c for c in columns if c not in available]
-        if missing:
-            raise InvalidArgumentError(
-                f"column(s) {missing} not in the data's columns {list(available)}"
-            )
-
-    if isinstance(data, str | Path):
-        import pyarrow.parquet as pq
-
-        try:
-            parquet = pq.ParquetFile(str(data))
-        except (OSError, ValueError) as err:
-            if isinstance(err, FileNotFoundError):
-                raise
-            raise InvalidArgumentError(
-                f"data: {data} is not a readable Parquet file: {err}"
-            ) from err
-        check(parquet.schema_arrow.names)
-        for batch in parquet.iter_batches(batch_size=chunk_size, columns=columns):
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            yield frame
-        return
-    if isinstance(data, pl.LazyFrame):
-        check(data.collect_schema().names())
-        offset = 0
-        while True:
-            frame = data.select(columns).slice(offset, chunk_size).collect()
-            if frame.height == 0:
-                return
-            yield frame
-            offset += frame.height
-    if not isinstance(data, pl.DataFrame):
-        if hasattr(data, "columns") and hasattr(data, "iloc"):  # pandas
-            check([str(c) for c in data.columns])
-            data = pl.from_pandas(data[columns])
-        else:
-            raise InvalidTypeError(
-                "data must be a polars DataFrame or LazyFrame, a pandas DataFrame or a Parquet "
-                f"path, got {type(data).__name__}"
-            )
-    check(data.columns)
-    yield from data.select(columns).iter_slices(chunk_size)
