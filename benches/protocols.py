@@ -299,11 +299,6 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def repeat_seconds(fn: Callable[[], Any], repeat: int) -> list[float]:
-    """Wall seconds of ``repeat`` calls."""
-    return [timed(fn) for _ in range(repeat)]
-
-
 def engine_breakdown(method: str, n: int, budget: int, columns: int, seed: int = 0) -> dict:
     """Seconds in ferroshap's core: planning and the first (factorizing) and a second estimate.
 
@@ -319,72 +314,88 @@ def engine_breakdown(method: str, n: int, budget: int, columns: int, seed: int =
 
 
 @dataclass
-class TimingRow:
-    """One engine's timed runs on ``rows`` rows, and the model seconds of its fastest run.
+class Task:
+    """One thing to time: ``run()`` returns (wall seconds, seconds spent inside the model)."""
 
-    The machine may be shared, so the headline is the fastest run (timeit's convention); the
-    median is kept alongside.
-    """
-
-    engine: str
+    name: str
     rows: int
-    runs: list[float]
-    model_seconds: float
+    run: Callable[[], tuple[float, float]]
     extra: dict = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
-        """Flat record: fastest and median seconds, seconds per row, runs."""
-        return {
-            "engine": self.engine,
-            "rows_timed": self.rows,
-            "runs": len(self.runs),
-            "seconds": min(self.runs),
-            "seconds_median": statistics.median(self.runs),
-            "seconds_per_row": min(self.runs) / self.rows,
-            "model_seconds_in_run": self.model_seconds,
-            **self.extra,
-        }
 
-
-def time_estimator(
+def estimator_task(
     name: str,
-    explain: Estimator,
     model: Model,
     background: np.ndarray,
     X: np.ndarray,
     budget: int,
-    repeat: int = 1,
     warmup_rows: int = 1,
-) -> TimingRow:
-    """Time ``explain`` on all of ``X`` ``repeat`` times, with the model's share of each run.
+) -> Task:
+    """Explaining all of ``X`` with the named estimator, the model wrapped in a timer.
 
-    One untimed warm-up call on the first ``warmup_rows`` rows comes first (lazy imports, JIT
+    One untimed warm-up call on the first ``warmup_rows`` rows happens now (lazy imports, JIT
     compilation, thread pools); ``warmup_rows=0`` skips it.
     """
+    explain = estimators([name])[name]
     if warmup_rows:
         explain(model, background, X[:warmup_rows], budget, 0)
-    runs, model_runs = [], []
-    for _ in range(repeat):
+
+    def run() -> tuple[float, float]:
         timer = TimedModel(model)
-        runs.append(timed(lambda timer=timer: explain(timer, background, X, budget, 0)))
-        model_runs.append(timer.seconds)
-    return TimingRow(name, len(X), runs, model_runs[int(np.argmin(runs))])
+        return timed(lambda: explain(timer, background, X, budget, 0)), timer.seconds
+
+    return Task(name, len(X), run)
 
 
-def model_alone(
-    model: Model, background: np.ndarray, X: np.ndarray, budget: int, repeat: int
-) -> TimingRow:
-    """The model alone on ferroshap leverage's batch sizes (same model rows, same batches)."""
+def model_alone_task(model: Model, background: np.ndarray, X: np.ndarray, budget: int) -> Task:
+    """The model alone on the batches ferroshap leverage sends it for ``X`` (same rows, sizes)."""
     recorder = BatchRecorder(model)
     ferroshap_estimator("leverage")(recorder, background, X, budget, 0)
     batches = recorder.replay(skip=1)  # the first call is the background's, for v(empty)
-    runs = repeat_seconds(lambda: model_seconds(model, batches), repeat)
+
+    def run() -> tuple[float, float]:
+        seconds = model_seconds(model, batches)
+        return seconds, seconds
+
     extra = {"batches": len(batches), "model_rows": sum(map(len, batches))}
-    return TimingRow("model alone", len(X), runs, min(runs), extra)
+    return Task("model alone", len(X), run, extra)
 
 
-def add_speedups(df: pl.DataFrame, references: Sequence[str]) -> pl.DataFrame:
-    """Columns ``speedup_vs_<ref>``: the reference's seconds per row over each engine's."""
+def measure(tasks: Sequence[Task], rounds: int) -> list[dict]:
+    """Run every task once per round, interleaved, so that drifts in machine load hit all alike.
+
+    One record per task: the fastest run (the headline, timeit's convention, as the machine may
+    be shared), the median, seconds per row, the model seconds of the fastest run, and every
+    run's seconds (``run_seconds``, ``run_model_seconds``) for per-round ratios.
+    """
+    runs: dict[str, list[tuple[float, float]]] = {task.name: [] for task in tasks}
+    for _ in range(rounds):
+        for task in tasks:
+            runs[task.name].append(task.run())
+    records = []
+    for task in tasks:
+        seconds, model = (list(column) for column in zip(*runs[task.name], strict=True))
+        fastest = int(np.argmin(seconds))
+        records.append(
+            {
+                "engine": task.name,
+                "rows_timed": task.rows,
+                "runs": rounds,
+                "seconds": seconds[fastest],
+                "seconds_median": statistics.median(seconds),
+                "seconds_per_row": seconds[fastest] / task.rows,
+                "model_seconds_in_run": model[fastest],
+                "run_seconds": seconds,
+                "run_model_seconds": model,
+                **task.extra,
+            }
+        )
+    return records
+
+
+def add_speedups(records: list[dict], references: Sequence[str]) -> pl.DataFrame:
+    """Table with ``speedup_vs_<ref>``: the reference's seconds per row over each engine's."""
+    df = pl.DataFrame(records)
     for ref in references:
         ref_time = df.filter(pl.col("engine") == ref)["seconds_per_row"]
         if len(ref_time):
@@ -475,22 +486,6 @@ def summarize_accuracy(long: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def time_all(
-    names: Sequence[str],
-    model: Model,
-    background: np.ndarray,
-    X: np.ndarray,
-    budget: int,
-    repeat: int,
-    warmup_rows: int,
-) -> list[TimingRow]:
-    """:func:`time_estimator` for each named estimator, in order."""
-    return [
-        time_estimator(name, explain, model, background, X, budget, repeat, warmup_rows)
-        for name, explain in estimators(names).items()
-    ]
-
-
 FS_TIMED = ("ferroshap leverage", "ferroshap kernel")
 
 
@@ -501,16 +496,20 @@ def overhead(
 
     ferroshap explains all ``rows`` together; shap and shapiq explain the first
     ``baseline_rows`` rows (their cost is linear in rows) and are reported per row. Every engine
-    gets a warm-up call and ``repeat`` timed runs; the model alone replays ferroshap's batches.
+    gets a warm-up call and ``repeat`` interleaved timed runs; the model alone replays ferroshap's
+    batches.
     """
     model, background, X = near_free_problem(n, rows)
-    timings = time_all(FS_TIMED, model, background, X, budget, repeat, warmup_rows=rows)
-    for row in timings:
-        row.extra = engine_breakdown(row.engine.split()[1], n, budget, rows)
-    baselines = (SHAP, SHAPIQ_KERNEL)
-    timings += time_all(baselines, model, background, X[:baseline_rows], budget, repeat, 1)
-    timings.append(model_alone(model, background, X, budget, repeat))
-    return add_speedups(pl.DataFrame([t.as_dict() for t in timings]), baselines)
+    tasks = [estimator_task(name, model, background, X, budget, rows) for name in FS_TIMED]
+    tasks += [
+        estimator_task(name, model, background, X[:baseline_rows], budget)
+        for name in (SHAP, SHAPIQ_KERNEL)
+    ]
+    tasks.append(model_alone_task(model, background, X, budget))
+    records = measure(tasks, repeat)
+    for record in records[: len(FS_TIMED)]:
+        record |= engine_breakdown(record["engine"].split()[1], n, budget, rows)
+    return add_speedups(records, (SHAP, SHAPIQ_KERNEL))
 
 
 def high_dim(
@@ -523,34 +522,42 @@ def high_dim(
 ) -> pl.DataFrame:
     """Protocol (c): ferroshap leverage on ``rows`` rows together at n = 784, one baseline row.
 
-    ferroshap: ``repeat`` runs after a one-row warm-up, plus the core's planning and estimate
-    seconds measured separately. shap and shapiq: one run on ``baseline_rows`` rows, no warm-up
-    (a row takes seconds), unless ``skip_baselines``.
+    ferroshap and the model alone: ``repeat`` interleaved runs after a one-row warm-up, plus the
+    core's planning and estimate seconds measured separately. shap and shapiq: one run on
+    ``baseline_rows`` rows, no warm-up (a row takes seconds), unless ``skip_baselines``.
     """
     model, background, X = near_free_problem(n, rows)
-    timings = time_all(FS_TIMED[:1], model, background, X, budget, repeat, warmup_rows=1)
-    timings[0].extra = engine_breakdown("leverage", n, budget, rows)
+    tasks = [
+        estimator_task(FS_TIMED[0], model, background, X, budget),
+        model_alone_task(model, background, X, budget),
+    ]
+    records = measure(tasks, repeat)
+    records[0] |= engine_breakdown("leverage", n, budget, rows)
     baselines = () if skip_baselines else (SHAP, SHAPIQ_KERNEL)
-    timings += time_all(baselines, model, background, X[:baseline_rows], budget, 1, 0)
-    timings.append(model_alone(model, background, X, budget, repeat))
-    return add_speedups(pl.DataFrame([t.as_dict() for t in timings]), baselines)
+    tasks = [estimator_task(b, model, background, X[:baseline_rows], budget, 0) for b in baselines]
+    records += measure(tasks, 1)
+    return add_speedups(records, baselines)
 
 
 def lightgbm_end_to_end(budget: int = 2048, repeat: int = 3) -> pl.DataFrame:
     """Protocol (d): explain time over the model's own ``predict`` time on the same model rows.
 
-    The denominator replays ferroshap leverage's batch sizes (``budget * 50 * 8`` rows) through
-    ``predict``. Every engine explains the 8 rows ``repeat`` times after a one-row warm-up.
+    The denominator replays ferroshap leverage's batches (``budget * 50 * 8`` rows) through
+    ``predict``. Every engine explains the 8 rows ``repeat`` times after a one-row warm-up,
+    interleaved with the model-alone runs; the ratios are medians of per-round ratios.
     """
     problem = lightgbm_problem()
     predict, background, X = problem.model.predict, problem.background, problem.rows
     engines = (FS_TIMED[0], SHAP, SHAPIQ_KERNEL)
-    timings = time_all(engines, predict, background, X, budget, repeat, warmup_rows=1)
-    alone = model_alone(predict, background, X, budget, repeat)
-    return pl.DataFrame([t.as_dict() for t in [*timings, alone]]).with_columns(
-        (pl.col("seconds") / min(alone.runs)).alias("ratio_to_model_alone"),
-        (pl.col("seconds") / pl.col("model_seconds_in_run")).alias("ratio_to_model_in_run"),
-    )
+    tasks = [estimator_task(name, predict, background, X, budget) for name in engines]
+    tasks.append(model_alone_task(predict, background, X, budget))
+    records = measure(tasks, repeat)
+    alone = records[-1]["run_seconds"]
+    for record in records:
+        runs, in_model = record["run_seconds"], record["run_model_seconds"]
+        record["ratio_to_model_alone"] = statistics.median(np.divide(runs, alone))
+        record["ratio_to_model_in_run"] = statistics.median(np.divide(runs, in_model))
+    return pl.DataFrame(records)
 
 
 # --------------------------------------------------------------------------------------------

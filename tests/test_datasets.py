@@ -71,8 +71,12 @@ def test_parquet_streaming_matches_and_resumes_after_an_interruption(table, tmp_
     explain_parquet(path, out, make_explainer(), COLUMNS, keys=["id"], chunk_size=40)
     result = pl.read_parquet(out / "*.parquet").sort("id")
     assert result["id"].to_list() == list(range(ROWS))  # every row exactly once
-    np.testing.assert_array_equal(
-        result.select(f"phi_{c}" for c in COLUMNS).to_numpy(), reference(frame)
+    # Chunks of 40 rows against one call on all rows: equal up to rounding.
+    np.testing.assert_allclose(
+        result.select(f"phi_{c}" for c in COLUMNS).to_numpy(),
+        reference(frame),
+        rtol=1e-12,
+        atol=1e-14,
     )
 
 
@@ -124,6 +128,7 @@ def test_ray_matches_the_single_machine_path_despite_a_killed_actor(
     out = pl.from_pandas(result.to_pandas()).sort("id")
     assert os.path.exists(marker), "the actor was meant to crash once"
     assert out["id"].to_list() == list(range(ROWS))
-    np.testing.assert_array_equal(
-        out.select(f"phi_{c}" for c in COLUMNS).to_numpy(), reference(frame)
+    # Ray's batches group rows differently from the reference call: equal up to rounding.
+    np.testing.assert_allclose(
+        out.select(f"phi_{c}" for c in COLUMNS).to_numpy(), reference(frame), rtol=1e-12, atol=1e-14
     )

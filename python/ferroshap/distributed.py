@@ -5,7 +5,8 @@
 and turns every batch into the key columns, one ``phi_<feature or position>`` column per
 feature and ``base_value``. The values come from :func:`ferroshap.datasets.frame_explainer`,
 the same function as on one machine, with one design for every row of the master seed, so they
-are identical to the single-machine path however Ray batches, schedules or retries the work.
+equal the single-machine path however Ray schedules or retries the work (bit for bit for the
+same batches, to rounding when batches group rows differently).
 A batch whose actor dies is retried by Ray on a fresh actor; its rows are neither lost nor
 duplicated.
 
