@@ -162,15 +162,15 @@ def _tree_msr(
     masks: np.ndarray, v: np.ndarray, folds: np.ndarray, weights: np.ndarray
 ) -> np.ndarray:
     """Tree MSR of one column: mean over folds of ``phi(f_k)`` plus the MSR estimate of the
-    residual, each sampled coalition's residual taken from the proxy that did not see it."""
+    residual (with cross-fitting, each residual from the proxy that did not see its pair)."""
     n = masks.shape[1]
     k = int(folds.max()) + 1
     phi = np.zeros(n)
     residual = np.empty(len(v))
     for fold in range(k):
         held_out = folds == fold
-        train = ~held_out if k > 1 else held_out
-        train[:2] = True  # the empty and grand coalitions are in every fit
+        # The empty and grand coalitions (fold -1) are in every fit.
+        train = ~held_out if k > 1 else np.ones(len(v), dtype=bool)
         booster = _fit(masks[train], v[train])
         phi += _tree_shapley(booster, n) / k
         edges = v[:2] - _predict(booster, masks[:2])
