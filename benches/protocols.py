@@ -60,6 +60,8 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 #: ferroshap's sampling methods (``exact`` is not run: it stops at 24 players, here n ≥ 30).
 FS_METHODS = ("kernel", "kernel-wor", "leverage", "modified-l2", "unbiased", "permutation")
+#: Proxy-adjusted methods (``benches/bench_proxy_adjusted.py``), with the folds of ``cross_fit``.
+FS_PROXY = {"proxy-leverage": None, "tree-msr": None, "tree-msr cross-fit 4": 4}
 SHAP = "shap KernelExplainer"
 SHAPIQ_KERNEL = "shapiq KernelSHAP"
 SHAPIQ_UNBIASED = "shapiq UnbiasedKernelSHAP"
@@ -230,11 +232,14 @@ def model_seconds(model: Model, batches: Sequence[np.ndarray]) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def ferroshap_estimator(method: str) -> Estimator:
+def ferroshap_estimator(method: str, cross_fit: int | None = None) -> Estimator:
     """ferroshap's :class:`~ferroshap.Explainer` with ``method``: one design for all rows."""
 
     def explain(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
-        return fs.Explainer(model, background, method=method, budget=budget, seed=seed)(X).values
+        explainer = fs.Explainer(
+            model, background, method=method, budget=budget, seed=seed, cross_fit=cross_fit
+        )
+        return explainer(X).values
 
     return explain
 
@@ -284,6 +289,12 @@ def estimators(names: Iterable[str] | None = None) -> dict[str, Estimator]:
         SHAPIQ_UNBIASED: shapiq_estimator(SHAPIQ_UNBIASED),
     }
     table.update({f"ferroshap {m}": ferroshap_estimator(m) for m in FS_METHODS})
+    table.update(
+        {
+            f"ferroshap {name}": ferroshap_estimator(name.split()[0], folds)
+            for name, folds in FS_PROXY.items()
+        }
+    )
     return table if names is None else {name: table[name] for name in names}
 
 

@@ -74,7 +74,10 @@ CASES = {
     "unknown method": (
         raw(method="shapley"),
         InvalidArgumentError,
-        re.escape(f"method must be one of {', '.join(map(repr, fs.METHODS))}; got 'shapley'"),
+        re.escape(
+            f"method must be one of {', '.join(map(repr, [*fs.METHODS, *fs.PROXY_METHODS]))}; "
+            "got 'shapley'"
+        ),
     ),
     "exact above 24 players": (
         raw(method="exact", n=25),

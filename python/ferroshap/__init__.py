@@ -25,12 +25,14 @@ from ferroshap.errors import FerroshapError, InvalidArgumentError, InvalidTypeEr
 from ferroshap.explainer import Explainer, shapley_values
 from ferroshap.explanation import Explanation
 from ferroshap.interactions import INDICES, Interactions, exact_interactions
+from ferroshap.proxy_adjusted import PROXY_METHODS
 from ferroshap.proxyspex import ProxySPEX
 from ferroshap.sketch import FourierSketch, SequenceInteractions
 
 __all__ = [
     "INDICES",
     "METHODS",
+    "PROXY_METHODS",
     "Explainer",
     "Explanation",
     "FerroshapError",

@@ -18,6 +18,7 @@ from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
 from ferroshap.games import LINKS, RawGame, TabularGame
 from ferroshap.models import ModelFunction, resolve_model
+from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit, resolve
 from ferroshap.validation import Seed, check_int, check_seed, draw_seed
 
 __all__ = ["Explainer", "shapley_values"]
@@ -43,7 +44,11 @@ class Explainer:
     method
         One of :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
         ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
-        ignores ``budget``, at most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features).
+        ignores ``budget``, at most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features); or one
+        of :data:`ferroshap.PROXY_METHODS`: ``"proxy-leverage"`` (LeverageSHAP adjusted by a
+        LightGBM proxy, usually the most accurate; needs ``lightgbm``) or ``"tree-msr"`` (Tree
+        MSR, a baseline). See :mod:`ferroshap.proxy_adjusted`; a budget below ``max(4 n, 42)``
+        falls back to ``"leverage"`` with a ``UserWarning``.
     budget
         Distinct coalitions evaluated per row, ∅ and the grand coalition included; at least 2,
         and at least ``2 n`` for ``"permutation"``. With ``paired=True`` an odd budget is rounded
@@ -75,6 +80,9 @@ class Explainer:
         log-odds of a classifier's averaged probability (as ``shap.KernelExplainer`` does).
     output_index
         Explain only this column of a model returning ``[batch, k]``.
+    cross_fit
+        ``method="tree-msr"`` only: fit its proxy on ``cross_fit`` folds of coalition pairs
+        (each pair's residual from the proxy that did not see it) instead of on all samples.
 
     Notes
     -----
@@ -115,6 +123,7 @@ class Explainer:
         model_output: str = "auto",
         link: str = "identity",
         output_index: int | None = None,
+        cross_fit: int | None = None,
     ) -> None:
         if link not in LINKS:
             raise InvalidArgumentError(f"link must be one of {LINKS}; got {link!r}")
@@ -127,6 +136,8 @@ class Explainer:
         _check_method(method, n)
         self.method = method
         self.budget = _check_budget(budget, method, n)
+        self.cross_fit = check_cross_fit(cross_fit, method)
+        self._planned, self._proxy = resolve(method, n, self.budget)
         self.paired = bool(paired)
         self.seed = check_seed(seed)
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
@@ -185,14 +196,15 @@ class Explainer:
         rows = int(x.shape[0])
         seed = draw_seed(self.seed)
         streams = range(1, rows + 1) if self.per_row_design else [0]
-        designs = _plan(self.method, n, self.budget, seed, self.paired, streams)
+        designs = _plan(self._planned, n, self.budget, seed, self.paired, streams)
         if self.per_row_design:
             masks = [design.masks() for design in designs]
             sizes = [len(m) for m in masks]
             values = game.evaluate(np.concatenate(masks), rows=np.repeat(np.arange(rows), sizes))
-            phi = np.stack(_estimate(designs, np.split(values, np.cumsum(sizes)[:-1])))
+            per_design = np.split(values, np.cumsum(sizes)[:-1])
         else:
-            (phi,) = _estimate(designs, [game.evaluate(designs[0].masks())])
+            per_design = [game.evaluate(designs[0].masks())]
+        phi = np.stack(_estimate(designs, per_design, self._proxy, self.cross_fit))
         k = int(np.prod(game.output_shape, dtype=np.int64))
         phi = np.ascontiguousarray(phi.reshape(rows, k, n).transpose(0, 2, 1))  # [rows, n, k]
         return Explanation(
@@ -213,6 +225,7 @@ def shapley_values(
     budget: int = 2048,
     seed: Seed = 0,
     paired: bool = True,
+    cross_fit: int | None = None,
 ) -> np.ndarray:
     """Shapley values of a game given as a function of coalitions.
 
@@ -223,7 +236,7 @@ def shapley_values(
         ``masks[j, i]`` is true when player ``i`` is in coalition ``j``.
     n
         Number of players.
-    method, budget, seed, paired
+    method, budget, seed, paired, cross_fit
         As for :class:`Explainer`.
 
     Returns
@@ -243,9 +256,11 @@ def shapley_values(
     n = check_int(n, "n", 1)
     _check_method(method, n)
     budget = _check_budget(budget, method, n)
-    (design,) = _plan(method, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
+    cross_fit = check_cross_fit(cross_fit, method)
+    planned, proxy = resolve(method, n, budget)
+    (design,) = _plan(planned, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
     raw = RawGame(game, n)
-    (phi,) = _estimate([design], [raw.evaluate(design.masks())])
+    (phi,) = _estimate([design], [raw.evaluate(design.masks())], proxy, cross_fit)
     return phi if raw.output_shape else phi[0]
 
 
@@ -258,9 +273,10 @@ def _place(array: Any, model: ModelFunction) -> Any:
 
 
 def _check_method(method: str, n: int) -> None:
-    if method not in _core.METHODS:
+    valid = [*_core.METHODS, *PROXY_METHODS]
+    if method not in valid:
         raise InvalidArgumentError(
-            f"method must be one of {', '.join(map(repr, _core.METHODS))}; got {method!r}"
+            f"method must be one of {', '.join(map(repr, valid))}; got {method!r}"
         )
     if method == "exact" and n > _core.MAX_EXACT_PLAYERS:
         raise InvalidArgumentError(
@@ -292,11 +308,16 @@ def _plan(
     return designs
 
 
-def _estimate(designs: Sequence[_core.Design], values: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Shapley values ``[R, n]`` per design from its values ``[m, R]``; warn on rank deficiency."""
-    phis = [
-        design.estimate(np.ascontiguousarray(v)) for design, v in zip(designs, values, strict=True)
-    ]
+def _estimate(
+    designs: Sequence[_core.Design],
+    values: Sequence[np.ndarray],
+    proxy: str | None = None,
+    cross_fit: int | None = None,
+) -> list[np.ndarray]:
+    """Shapley values ``[R, n]`` per design from its values ``[m, R]``, adjusted by ``proxy``
+    (a method of :data:`PROXY_METHODS`) if given; warn on rank deficiency."""
+    values = [np.ascontiguousarray(v) for v in values]
+    phis = [design.estimate(v) for design, v in zip(designs, values, strict=True)]
     n = designs[0].n_players
     ranks = [design.rank() for design in designs]
     deficient = [rank for rank in ranks if rank is not None and rank < n - 1]
@@ -307,4 +328,9 @@ def _estimate(designs: Sequence[_core.Design], values: Sequence[np.ndarray]) -> 
             UserWarning,
             stacklevel=3,
         )
+    if proxy is not None:
+        phis = [
+            adjust(proxy, design, v, phi, cross_fit)
+            for design, v, phi in zip(designs, values, phis, strict=True)
+        ]
     return phis

@@ -1,7 +1,8 @@
 """Estimators under one interface: ``explain(model, background, X, budget, seed) -> [rows, n]``.
 
-ferroshap's methods, and — when installed — shap's ``KernelExplainer`` (``l1_reg=False``) and
-``PermutationExplainer`` and shapiq's ``KernelSHAP`` (paired) and ``UnbiasedKernelSHAP``.
+ferroshap's methods (the proxy-adjusted ones when LightGBM is installed), and — when
+installed — shap's ``KernelExplainer`` (``l1_reg=False``) and ``PermutationExplainer`` and
+shapiq's ``KernelSHAP`` (paired) and ``UnbiasedKernelSHAP``.
 
 Budget accounting (distinct coalitions, ∅ and N included, each costing ``len(background)`` model
 rows): ferroshap and shapiq use it as is; shap's ``KernelExplainer`` gets ``nsamples =
@@ -83,8 +84,11 @@ _BASELINE_FACTORIES: dict[str, tuple[str, Callable[[], Estimator]]] = {
 
 
 def available_estimators(include_baselines: bool = True) -> list[str]:
-    """ferroshap's sampling methods, then the baselines whose library is installed."""
+    """ferroshap's sampling methods (proxy-adjusted ones if LightGBM is installed), then the
+    baselines whose library is installed."""
     names = [m for m in fs.METHODS if m != "exact"]
+    if importlib.util.find_spec("lightgbm") is not None:
+        names += fs.PROXY_METHODS
     if include_baselines:
         names += [
             name
@@ -96,11 +100,11 @@ def available_estimators(include_baselines: bool = True) -> list[str]:
 
 def make_estimator(name: str) -> Estimator:
     """The estimator called ``name`` (a ferroshap method or one of the baselines)."""
-    if name in fs.METHODS:
+    if name in fs.METHODS or name in fs.PROXY_METHODS:
         return _ferroshap(name)
     if name in _BASELINE_FACTORIES:
         return _BASELINE_FACTORIES[name][1]()
-    valid = ", ".join([*fs.METHODS, *_BASELINE_FACTORIES])
+    valid = ", ".join([*fs.METHODS, *fs.PROXY_METHODS, *_BASELINE_FACTORIES])
     raise fs.InvalidArgumentError(f"methods: unknown estimator {name!r}; expected some of {valid}")
 
 

@@ -1,0 +1,229 @@
+"""Proxy-adjusted estimators: ``"proxy-leverage"`` and ``"tree-msr"`` (spec regression-adjusted).
+
+Both plan a paired ``"leverage"`` design, query the game once on it and fit one LightGBM proxy
+``f`` per explained column (row and output) to the sampled coalition values. The proxy's exact
+Shapley values come from its trees through the compiled tree -> Fourier path
+(:func:`ferroshap._core.lightgbm_fourier`), so the adjustment costs no extra model queries.
+
+``"proxy-leverage"``
+    ``phi = LS(v) + phi(f) - LS(f)``, where ``LS`` is the LeverageSHAP regression (linear in
+    the values, factorized once per design) and ``f`` is fitted to the odd part
+    ``(r(S) - r(N - S)) / 2`` of the residual ``r = v - l`` of the linear fit
+    ``l(S) = v(empty) + sum_{i in S} LS(v)_i``. Paired LS is exact on games of Moebius order
+    two or less, so only odd Fourier content of order three or more of ``f`` changes the
+    estimate.
+``"tree-msr"``
+    Tree MSR (Witter, Liu, Musco 2025) as published: ``f`` fitted to ``v`` on the same samples,
+    plus the Horvitz-Thompson (maximum sample reuse) estimate of the residual game with the
+    without-replacement weights ``1 / (s m_s)`` for ``i in S`` and ``-1 / ((n - s) m_s)``
+    otherwise (``m_s`` sampled coalitions of size ``s``). With ``cross_fit=k`` each pair's
+    residual comes from a proxy fitted on the other ``k - 1`` folds of pairs, and ``phi(f)`` is
+    the folds' mean. A baseline: on interventional tabular games it is far less accurate than
+    ``"proxy-leverage"`` (see README).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ferroshap import _core
+from ferroshap.errors import InvalidArgumentError
+from ferroshap.validation import check_int
+
+__all__ = ["MIN_PAIRS", "PROXY_METHODS", "PROXY_PARAMS", "PROXY_ROUNDS", "adjust", "resolve"]
+
+PROXY_METHODS = ("proxy-leverage", "tree-msr")
+"""Methods that adjust a LeverageSHAP design with a LightGBM proxy (not planned by the core)."""
+
+PROXY_PARAMS: dict[str, Any] = {
+    "objective": "regression",
+    "learning_rate": 0.05,
+    "num_leaves": 31,
+    "min_data_in_leaf": 10,
+    "num_threads": 1,
+    "deterministic": True,
+    "force_col_wise": True,
+    "seed": 0,
+    "verbosity": -1,
+}
+"""LightGBM parameters of the proxy: the "nl31" setting of the spec's measurements (section 7).
+
+``num_threads=1`` and ``deterministic=True`` make the proxy bit-for-bit reproducible.
+"""
+
+PROXY_ROUNDS = 300
+"""Boosting rounds of the proxy (no early stopping: every sample is used for the fit)."""
+
+MIN_PAIRS = 20
+"""Fewest sampled coalition pairs a proxy is fitted on (two leaves of ``min_data_in_leaf``)."""
+
+
+def minimum_budget(n: int) -> int:
+    """Smallest budget with a proxy: ``max(4 n, 2 MIN_PAIRS + 2)``.
+
+    Examples
+    --------
+    >>> minimum_budget(5), minimum_budget(30)
+    (42, 120)
+    """
+    return max(4 * n, 2 * MIN_PAIRS + 2)
+
+
+def resolve(method: str, n: int, budget: int) -> tuple[str, str | None]:
+    """The method the core plans and the proxy adjustment to apply (``None`` for none).
+
+    A proxy method plans ``"leverage"``. Below :func:`minimum_budget` (and short of ``2**n``,
+    where the design is exact anyway) it falls back to plain ``"leverage"`` with a
+    ``UserWarning`` naming the minimum.
+
+    Examples
+    --------
+    >>> resolve("proxy-leverage", 10, 256)
+    ('leverage', 'proxy-leverage')
+    >>> resolve("kernel", 10, 256)
+    ('kernel', None)
+    """
+    if method not in PROXY_METHODS:
+        return method, None
+    minimum = minimum_budget(n)
+    if budget < minimum and (n >= 63 or budget < 2**n):
+        warnings.warn(
+            f"budget={budget} is below the minimum {minimum} (max(4n, {2 * MIN_PAIRS + 2})) "
+            f"that method={method!r} needs to fit its proxy; falling back to plain 'leverage'",
+            UserWarning,
+            stacklevel=3,
+        )
+        return "leverage", None
+    return "leverage", method
+
+
+def check_cross_fit(cross_fit: Any, method: str) -> int | None:
+    """Validate ``cross_fit``: ``None``, or a number of folds ``>= 2`` for ``"tree-msr"``."""
+    if cross_fit is None:
+        return None
+    folds = check_int(cross_fit, "cross_fit", 2)
+    if method != "tree-msr":
+        raise InvalidArgumentError(
+            f"cross_fit applies to method='tree-msr' only; got method={method!r}"
+        )
+    return folds
+
+
+def adjust(
+    method: str,
+    design: _core.Design,
+    values: np.ndarray,
+    phi: np.ndarray,
+    cross_fit: int | None = None,
+) -> np.ndarray:
+    """Proxy-adjusted Shapley values ``[R, n]`` from a leverage design's values ``[m, R]`` and its
+    LeverageSHAP estimate ``phi`` ``[R, n]``; exact designs are returned unchanged.
+
+    Each row of the result sums to ``v(N) - v(empty)`` (rounding corrected).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> design = _core.plan("leverage", 8, 64, seed=0)
+    >>> values = design.masks() @ np.arange(8.0)[:, None]  # an additive game, one column
+    >>> phi = adjust("proxy-leverage", design, values, design.estimate(values))
+    >>> np.allclose(phi, np.arange(8.0))
+    True
+    """
+    if design.exact:
+        return phi
+    masks = design.masks()
+    n = masks.shape[1]
+    complement = _complements(masks)
+    v0, v1 = values[0], values[1]
+    if method == "proxy-leverage":
+        residual = values - v0 - masks @ phi.T
+        odd = np.where(complement[:, None] >= 0, (residual - residual[complement]) / 2, residual)
+        boosters = [_fit(masks, odd[:, j]) for j in range(values.shape[1])]
+        phi_f = np.stack([_tree_shapley(b, n) for b in boosters])
+        fitted = np.stack([_predict(b, masks) for b in boosters], axis=1)
+        out = phi + phi_f - design.estimate(np.ascontiguousarray(fitted))
+    elif method == "tree-msr":
+        folds = _folds(complement, cross_fit or 1, design.seed, design.stream)
+        weights = _msr_weights(masks)
+        out = np.stack(
+            [_tree_msr(masks, values[:, j], folds, weights) for j in range(values.shape[1])]
+        )
+    else:
+        raise InvalidArgumentError(f"method must be one of {PROXY_METHODS}; got {method!r}")
+    out += ((v1 - v0) - out.sum(axis=1))[:, None] / n
+    return out
+
+
+def _tree_msr(
+    masks: np.ndarray, v: np.ndarray, folds: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
+    """Tree MSR of one column: mean over folds of ``phi(f_k)`` plus the MSR estimate of the
+    residual (with cross-fitting, each residual from the proxy that did not see its pair)."""
+    n = masks.shape[1]
+    k = int(folds.max()) + 1
+    phi = np.zeros(n)
+    residual = np.empty(len(v))
+    for fold in range(k):
+        held_out = folds == fold
+        # The empty and grand coalitions (fold -1) are in every fit.
+        train = ~held_out if k > 1 else np.ones(len(v), dtype=bool)
+        booster = _fit(masks[train], v[train])
+        phi += _tree_shapley(booster, n) / k
+        edges = v[:2] - _predict(booster, masks[:2])
+        phi += (edges[1] - edges[0]) / (n * k)
+        residual[held_out] = v[held_out] - _predict(booster, masks[held_out]) - edges[0]
+    return phi + residual[2:] @ weights
+
+
+def _msr_weights(masks: np.ndarray) -> np.ndarray:
+    """``c_i(S) / pi(S)`` of the sampled coalitions (rows 2 on): ``1/(s m_s)`` if ``i in S``,
+    ``-1/((n - s) m_s)`` otherwise, ``m_s`` the number of sampled coalitions of size ``s``."""
+    sampled = masks[2:]
+    n = masks.shape[1]
+    sizes = sampled.sum(axis=1)
+    counts = np.bincount(sizes, minlength=n + 1)[sizes].astype(np.float64)
+    inside = 1.0 / (sizes * counts)
+    outside = -1.0 / ((n - sizes) * counts)
+    return np.where(sampled, inside[:, None], outside[:, None])
+
+
+def _folds(complement: np.ndarray, k: int, seed: int, stream: int) -> np.ndarray:
+    """Fold ``0..k-1`` of each coalition; a coalition and its complement share one. The empty
+    and grand coalitions get fold ``-1`` (used by every fit, never held out)."""
+    rows = np.arange(len(complement))
+    pair = np.where(complement >= 0, np.minimum(rows, complement), rows)
+    ids, pair_index = np.unique(pair[2:], return_inverse=True)
+    order = np.random.default_rng([seed, stream]).permutation(len(ids))
+    folds = np.full(len(complement), -1)
+    folds[2:] = (order % k)[pair_index]
+    return folds
+
+
+def _complements(masks: np.ndarray) -> np.ndarray:
+    """Row of each coalition's complement in ``masks``, ``-1`` where it was not sampled."""
+    rows = {key.tobytes(): j for j, key in enumerate(np.packbits(masks, axis=1))}
+    return np.array([rows.get(key.tobytes(), -1) for key in np.packbits(~masks, axis=1)])
+
+
+def _fit(masks: np.ndarray, target: np.ndarray) -> Any:
+    try:
+        import lightgbm as lgb
+    except ImportError as err:
+        raise ImportError(
+            "method='proxy-leverage' and 'tree-msr' need LightGBM: `pip install lightgbm`"
+        ) from err
+    data = lgb.Dataset(masks.astype(np.float64), target, params={"verbosity": -1})
+    return lgb.train(PROXY_PARAMS, data, num_boost_round=PROXY_ROUNDS)
+
+
+def _predict(booster: Any, masks: np.ndarray) -> np.ndarray:
+    return np.asarray(booster.predict(masks.astype(np.float64)), dtype=np.float64)
+
+
+def _tree_shapley(booster: Any, n: int) -> np.ndarray:
+    """Exact Shapley values of the proxy on 0/1 inputs, from its Fourier spectrum."""
+    return _core.lightgbm_fourier(booster.model_to_string(), n).shapley_values()

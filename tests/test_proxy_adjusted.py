@@ -1,0 +1,153 @@
+"""The proxy-adjusted estimators ``proxy-leverage`` and ``tree-msr``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ferroshap as fs
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+
+pytest.importorskip("lightgbm")
+
+SEEDS = range(12)
+
+
+def soum(n: int, terms: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A sum-of-unanimity game: random coalitions ``T`` (sizes 1..5) with weights, and its exact
+    Shapley values (each weight shared equally by the members of ``T``)."""
+    rng = np.random.default_rng(seed)
+    members = np.zeros((terms, n), dtype=bool)
+    for row, size in zip(members, rng.integers(1, 6, size=terms), strict=True):
+        row[rng.choice(n, size=size, replace=False)] = True
+    weights = rng.normal(size=terms)
+    exact = (weights / members.sum(axis=1)) @ members
+    return members, weights, exact
+
+
+def soum_game(members: np.ndarray, weights: np.ndarray):
+    return lambda masks: (masks[:, None, :] >= members[None]).all(axis=2) @ weights
+
+
+def nonlinear_game(masks: np.ndarray) -> np.ndarray:
+    z = masks.astype(float)
+    return np.sin(z @ np.arange(1.0, z.shape[1] + 1)) + z[:, 0] * z[:, 1] * z[:, 2]
+
+
+def relative_error(estimate: np.ndarray, exact: np.ndarray) -> float:
+    return float(np.sum((estimate - exact) ** 2) / np.sum(exact**2))
+
+
+@pytest.mark.parametrize("method", fs.PROXY_METHODS)
+def test_listed_next_to_the_core_methods(method: str) -> None:
+    assert method not in fs.METHODS
+    with pytest.raises(InvalidArgumentError, match=f"'{method}'"):
+        fs.shapley_values(nonlinear_game, 4, method="nope")
+
+
+def test_proxy_leverage_is_exact_on_an_additive_game() -> None:
+    w = np.linspace(-1.0, 2.0, 14)
+    phi = fs.shapley_values(lambda m: m @ w + 3.0, 14, method="proxy-leverage", budget=96)
+    np.testing.assert_allclose(phi, w, atol=1e-12)
+
+
+def test_proxy_leverage_is_exact_on_an_order_two_game() -> None:
+    # Paired LS is exact on Moebius order <= 2 and the proxy only sees the odd residual (zero).
+    game = lambda m: m[:, 0] * m[:, 1] * 2.0 - m[:, 3] + m[:, 5] * m[:, 9]  # noqa: E731
+    phi = fs.shapley_values(game, 12, method="proxy-leverage", budget=128)
+    np.testing.assert_allclose(phi, [1, 1, 0, -1, 0, 0.5, 0, 0, 0, 0.5, 0, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize("method", fs.PROXY_METHODS)
+def test_a_budget_of_all_coalitions_is_exact(method: str) -> None:
+    exact = fs.shapley_values(nonlinear_game, 6, method="exact")
+    with pytest.warns(UserWarning, match="exact Shapley values by enumeration"):
+        phi = fs.shapley_values(nonlinear_game, 6, method=method, budget=64)
+    np.testing.assert_allclose(phi, exact, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("method", "cross_fit"), [("proxy-leverage", None), ("tree-msr", None), ("tree-msr", 3)]
+)
+def test_efficiency_is_exact_and_the_seed_fixes_the_output(method: str, cross_fit: int) -> None:
+    kwargs = {"method": method, "budget": 200, "seed": 7, "cross_fit": cross_fit}
+    phi = fs.shapley_values(nonlinear_game, 16, **kwargs)
+    full = nonlinear_game(np.ones((1, 16), dtype=bool))[0] - nonlinear_game(np.zeros((1, 16)))[0]
+    assert abs(phi.sum() - full) < 1e-12
+    np.testing.assert_array_equal(phi, fs.shapley_values(nonlinear_game, 16, **kwargs))
+    assert not np.array_equal(phi, fs.shapley_values(nonlinear_game, 16, **{**kwargs, "seed": 8}))
+
+
+def test_proxy_leverage_is_not_worse_than_leverage_on_sum_of_unanimity_games() -> None:
+    ratios = []
+    for seed in SEEDS:
+        members, weights, exact = soum(16, 40, seed)
+        game = soum_game(members, weights)
+        errors = [
+            relative_error(fs.shapley_values(game, 16, method=m, budget=256, seed=seed), exact)
+            for m in ("leverage", "proxy-leverage")
+        ]
+        ratios.append(errors[1] / errors[0])
+    assert np.median(ratios) <= 1.05, ratios
+
+
+def test_proxy_leverage_is_not_worse_than_leverage_on_a_lightgbm_model() -> None:
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 9))
+    y = X[:, 0] * X[:, 1] * X[:, 2] + np.sin(3 * X[:, 3]) + X[:, 4] * (X[:, 5] > 0)
+    model = lgb.LGBMRegressor(n_estimators=60, num_leaves=15, verbose=-1).fit(X, y)
+    background, rows = X[:20], X[20:23]
+    exact = fs.Explainer(model, background, method="exact")(rows).values
+    ratios = []
+    for seed in SEEDS:
+        errors = [
+            relative_error(
+                fs.Explainer(model, background, method=m, budget=128, seed=seed)(rows).values, exact
+            )
+            for m in ("leverage", "proxy-leverage")
+        ]
+        ratios.append(errors[1] / errors[0])
+    assert np.median(ratios) <= 1.05, ratios
+
+
+def test_tree_msr_is_unbiased_enough_to_find_a_linear_signal() -> None:
+    w = np.arange(10.0)
+    for cross_fit in (None, 4):
+        phi = fs.shapley_values(
+            lambda m: m @ w, 10, method="tree-msr", budget=400, cross_fit=cross_fit
+        )
+        assert relative_error(phi, w) < 0.05
+
+
+def test_a_small_budget_falls_back_to_leverage_with_a_warning() -> None:
+    with pytest.warns(UserWarning, match=r"below the minimum 80 .*plain 'leverage'"):
+        phi = fs.shapley_values(nonlinear_game, 20, method="proxy-leverage", budget=64, seed=3)
+    plain = fs.shapley_values(nonlinear_game, 20, method="leverage", budget=64, seed=3)
+    np.testing.assert_array_equal(phi, plain)
+
+
+@pytest.mark.parametrize("method", fs.PROXY_METHODS)
+def test_multi_output_shapes(method: str) -> None:
+    rng = np.random.default_rng(1)
+    background, X = rng.normal(size=(10, 7)), rng.normal(size=(3, 7))
+    model = lambda z: np.stack([np.sin(z).sum(1), z[:, 0] * z[:, 1] * z[:, 2]], axis=1)  # noqa: E731
+    for per_row in (False, True):
+        ex = fs.Explainer(model, background, method=method, budget=64, per_row_design=per_row)(X)
+        assert ex.values.shape == (3, 7, 2)
+        assert ex.method == method
+        full = model(X) - model(background).mean(axis=0)
+        np.testing.assert_allclose(ex.values.sum(axis=1), full, atol=1e-12)
+    phi = fs.shapley_values(
+        lambda m: np.stack([nonlinear_game(m)] * 2, axis=1), 9, method=method, budget=64
+    )
+    assert phi.shape == (2, 9)
+
+
+def test_cross_fit_is_validated() -> None:
+    with pytest.raises(InvalidArgumentError, match="cross_fit applies to method='tree-msr'"):
+        fs.shapley_values(nonlinear_game, 8, method="proxy-leverage", cross_fit=4)
+    with pytest.raises(InvalidArgumentError, match="cross_fit must be at least 2"):
+        fs.shapley_values(nonlinear_game, 8, method="tree-msr", cross_fit=1)
+    with pytest.raises(InvalidTypeError, match="cross_fit must be an int"):
+        fs.Explainer(np.sum, np.zeros((2, 3)), method="tree-msr", cross_fit=2.0)
