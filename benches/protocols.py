@@ -22,6 +22,10 @@ Budgets count distinct coalitions with ∅ and N included, for every library: sh
 Usage::
 
     python benches/protocols.py {accuracy,overhead,high-dim,lightgbm,all} [--seeds K] [--quick]
+    python benches/protocols.py report     # markdown tables of the saved results
+
+Timings interleave the engines round by round and report the fastest round, as the machine may
+be shared; see BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -501,7 +505,7 @@ FS_TIMED = ("ferroshap leverage", "ferroshap kernel")
 
 
 def overhead(
-    n: int = 100, budget: int = 4096, rows: int = 200, baseline_rows: int = 10, repeat: int = 3
+    n: int = 100, budget: int = 4096, rows: int = 200, baseline_rows: int = 10, repeat: int = 5
 ) -> pl.DataFrame:
     """Protocol (b): seconds per row on the near-free model, one baseline row.
 
@@ -550,7 +554,7 @@ def high_dim(
     return add_speedups(records, baselines)
 
 
-def lightgbm_end_to_end(budget: int = 2048, repeat: int = 3) -> pl.DataFrame:
+def lightgbm_end_to_end(budget: int = 2048, repeat: int = 5) -> pl.DataFrame:
     """Protocol (d): explain time over the model's own ``predict`` time on the same model rows.
 
     The denominator replays ferroshap leverage's batches (``budget * 50 * 8`` rows) through
@@ -608,7 +612,7 @@ def machine_info() -> dict:
 
 
 def to_markdown(df: pl.DataFrame, digits: int = 4) -> str:
-    """A GitHub-markdown table; floats in ``digits`` significant digits."""
+    """A GitHub-markdown table (list columns left out); floats in ``digits`` significant digits."""
 
     def cell(value: Any) -> str:
         if value is None:
@@ -617,6 +621,7 @@ def to_markdown(df: pl.DataFrame, digits: int = 4) -> str:
             return f"{value:.{digits}g}"
         return str(value)
 
+    df = df.select(name for name, dtype in df.schema.items() if not isinstance(dtype, pl.List))
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.iter_rows()]
     return "\n".join(lines)
@@ -638,7 +643,7 @@ def run(name: str, args: argparse.Namespace) -> pl.DataFrame:
             baseline_rows=1 if quick else args.baseline_rows,
             skip_baselines=args.skip_baselines,
         )
-    return lightgbm_end_to_end(repeat=1 if quick else 3)
+    return lightgbm_end_to_end(repeat=1 if quick else 5)
 
 
 def accuracy_report(summary: pl.DataFrame) -> str:
