@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,10 @@ def table(tmp_path: Path) -> tuple[pl.DataFrame, Path]:
     path = tmp_path / "rows.parquet"
     frame.write_parquet(path)
     return frame, path
+
+
+def make_exact_explainer(background: np.ndarray) -> fs.Explainer:
+    return fs.Explainer(model, background, method="exact")
 
 
 def reference(frame: pl.DataFrame) -> np.ndarray:
@@ -78,6 +83,23 @@ def test_parquet_streaming_matches_and_resumes_after_an_interruption(table, tmp_
         rtol=1e-12,
         atol=1e-14,
     )
+
+
+def test_proxyspex_rows_are_explained_one_by_one(table) -> None:
+    frame, _ = table
+    background = np.random.default_rng(1).normal(size=(4, N))
+    spex = fs.ProxySPEX(model, masker=fs.maskers.Baseline(background), budget=64, seed=3)
+    head = frame.head(3)
+    # With 5 features ProxySPEX's smallest budget (48) covers all 2^5 coalitions, so each row is
+    # computed exactly (with a warning per row, expected here): the frame must hold those values.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        out = frame_explainer(spex, COLUMNS, keys=["id"])(head)
+        expected = [spex.explain(x) for x in head.select(COLUMNS).to_numpy()]
+    exact = make_exact_explainer(background)(head.select(COLUMNS).to_numpy()).values
+    for row, iv, truth in zip(out.iter_rows(), expected, exact, strict=True):
+        np.testing.assert_allclose(row[1 : 1 + N], iv.shapley_values(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(row[1 : 1 + N], truth, rtol=1e-9, atol=1e-9)
 
 
 def test_datasets_need_an_int_seed() -> None:

@@ -33,10 +33,12 @@ def frame_explainer(
     Parameters
     ----------
     explainer
-        An :class:`ferroshap.Explainer` (``columns`` are its features, in order) or a
-        :class:`ferroshap.FourierSketch` (``columns`` is the one sequence column). An Explainer
-        must have an int seed: every chunk then uses the same design, so the values do not depend
-        on how the dataset is chunked, scheduled or retried.
+        An :class:`ferroshap.Explainer` or a :class:`ferroshap.ProxySPEX` with a masker
+        (``columns`` are the features, in order; ProxySPEX reports the Shapley values of its
+        surrogate, one fit per row) or a :class:`ferroshap.FourierSketch` (``columns`` is the
+        one sequence column). Explainer and ProxySPEX must have an int seed: every chunk then
+        uses the same design, so the values do not depend on how the dataset is chunked,
+        scheduled or retried.
     columns
         Input columns, see above.
     keys
@@ -51,6 +53,7 @@ def frame_explainer(
     (7, 1.0, 2.0, 0.0)
     """
     from ferroshap.explainer import Explainer
+    from ferroshap.proxyspex import ProxySPEX
     from ferroshap.sketch import FourierSketch
 
     columns, keys = [str(c) for c in columns], [str(k) for k in keys]
@@ -66,12 +69,22 @@ def frame_explainer(
             explanation = explainer.shapley_values(frame[sequence])
             return explanation.values, explanation.base_values
 
-    elif isinstance(explainer, Explainer):
-        if not isinstance(explainer.seed, int):
+    elif isinstance(explainer, ProxySPEX):
+        _check_int_seed(explainer)
+        if explainer.masker is None:
             raise InvalidArgumentError(
-                "seed: datasets need an Explainer with an int seed (one design for every chunk), "
-                f"got {type(explainer.seed).__name__}"
+                "explainer: a ProxySPEX on a raw game has no rows to explain; give it a masker"
             )
+        names = [f"phi_{c}" for c in columns]
+        empty = np.zeros((1, len(columns)), dtype=bool)
+
+        def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+            explained = [explainer.explain(row) for row in frame.select(columns).to_numpy()]
+            phi = np.stack([iv.shapley_values() for iv in explained])
+            return phi, np.array([iv.predict(empty)[0] for iv in explained])
+
+    elif isinstance(explainer, Explainer):
+        _check_int_seed(explainer)
         if len(columns) != explainer.n_features:
             raise InvalidArgumentError(
                 f"columns: {len(columns)} columns for an explainer of {explainer.n_features} "
@@ -89,7 +102,7 @@ def frame_explainer(
 
     else:
         raise InvalidTypeError(
-            f"explainer must be a ferroshap Explainer or FourierSketch, got "
+            f"explainer must be a ferroshap Explainer, ProxySPEX or FourierSketch, got "
             f"{type(explainer).__name__}"
         )
 
@@ -103,6 +116,15 @@ def frame_explainer(
         )
 
     return explain
+
+
+def _check_int_seed(explainer: Any) -> None:
+    """Datasets need one design (or mask set) for every chunk: an int seed."""
+    if not isinstance(explainer.seed, int):
+        raise InvalidArgumentError(
+            f"seed: datasets need a {type(explainer).__name__} with an int seed (one design for "
+            f"every chunk), got {type(explainer.seed).__name__}"
+        )
 
 
 def explain_parquet(
