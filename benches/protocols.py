@@ -59,6 +59,7 @@ import polars as pl
 import ferroshap as fs
 from ferroshap import _core
 from ferroshap.backend import CPU_CHUNK_BYTES
+from ferroshap.bench.estimators import make_estimator
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -248,16 +249,6 @@ def ferroshap_estimator(method: str, cross_fit: int | None = None) -> Estimator:
     return explain
 
 
-def shap_kernel(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
-    """``shap.KernelExplainer``; ``nsamples = budget - 2`` since shap excludes ∅ and N."""
-    import shap
-
-    np.random.seed(seed)  # noqa: NPY002 -- shap's KernelExplainer samples from the global state
-    explainer = shap.KernelExplainer(model, background)
-    phi = explainer.shap_values(X, nsamples=budget - 2, l1_reg=False, silent=True)
-    return np.asarray(phi, dtype=float).reshape(len(X), -1)
-
-
 def shapiq_estimator(name: str) -> Estimator:
     """shapiq's ``KernelSHAP`` (paired) or ``UnbiasedKernelSHAP``, one approximator per row.
 
@@ -288,7 +279,7 @@ def shapiq_estimator(name: str) -> Estimator:
 def estimators(names: Iterable[str] | None = None) -> dict[str, Estimator]:
     """All estimators by display name (shap, shapiq and ``ferroshap <method>``), or a subset."""
     table: dict[str, Estimator] = {
-        SHAP: shap_kernel,
+        SHAP: make_estimator("shap-kernel"),  # the harness's adapter: nsamples = budget - 2
         SHAPIQ_KERNEL: shapiq_estimator(SHAPIQ_KERNEL),
         SHAPIQ_UNBIASED: shapiq_estimator(SHAPIQ_UNBIASED),
     }
