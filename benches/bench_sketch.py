@@ -28,32 +28,7 @@ import time
 import numpy as np
 
 import ferroshap as fs
-
-
-class SparseFunction:
-    """``f(x) = mean + Re Σ_k F[k] ω^{⟨x,k⟩}`` over ``2 * pairs`` keys (conjugate pairs)."""
-
-    def __init__(self, q: int, n: int, pairs: int, max_degree: int, seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        spectrum: dict[tuple[int, ...], complex] = {}
-        while len(spectrum) < 2 * pairs:
-            key = np.zeros(n, dtype=np.int64)
-            support = rng.choice(n, size=rng.integers(1, max_degree + 1), replace=False)
-            key[support] = rng.integers(1, q, size=len(support))
-            k, minus = tuple(int(d) for d in key), tuple(int(d) for d in (-key) % q)
-            if k in spectrum:
-                continue
-            value = rng.uniform(0.5, 1.5) * np.exp(1j * rng.uniform(0, 2 * np.pi))
-            spectrum[k] = value.real if k == minus else value
-            spectrum[minus] = np.conj(spectrum[k])
-        self.q = q
-        self.keys = np.array(list(spectrum), dtype=np.int64)
-        self.values = np.array(list(spectrum.values()))
-        self.mean = float(rng.uniform(-1, 1))
-
-    def __call__(self, codes: np.ndarray) -> np.ndarray:
-        phases = (np.asarray(codes, dtype=np.int64) @ self.keys.T) % self.q
-        return self.mean + (np.exp(2j * np.pi * phases / self.q) @ self.values).real
+from ferroshap.bench.fourier import SparseQaryFunction
 
 
 def best_of(repeats: int, fn: object) -> float:
@@ -66,7 +41,7 @@ def best_of(repeats: int, fn: object) -> float:
     return min(times)
 
 
-def kernelshap_seconds(f: SparseFunction, n: int, fills: int, budget: int) -> tuple[float, int]:
+def kernelshap_seconds(f: SparseQaryFunction, n: int, fills: int, budget: int) -> tuple[float, int]:
     """Wall time and model evaluations of our KernelSHAP (leverage) for one sequence under the
     uniform background approximated by ``fills`` random sequences."""
     rng = np.random.default_rng(0)
@@ -78,7 +53,7 @@ def kernelshap_seconds(f: SparseFunction, n: int, fills: int, budget: int) -> tu
 
 
 def case(name: str, n: int, pairs: int, degree: int, budget: int, repeats: int) -> dict:
-    f = SparseFunction(4, n, pairs, degree, seed=1)
+    f = SparseQaryFunction(4, n, pairs, degree, seed=1)
     model_time = 0.0
 
     def model(codes: np.ndarray) -> np.ndarray:
@@ -156,7 +131,7 @@ print(json.dumps({"version": "0.0.4", "queries": calls["rows"], "sketch_s": tota
 
 def shapzero_reference(python: str, budget: int) -> str:
     """shapzero on the reference function, run by ``python`` (a venv with shapzero)."""
-    f = SparseFunction(4, 20, 50, 3, seed=1)
+    f = SparseQaryFunction(4, 20, 50, 3, seed=1)
     spec = {
         "keys": f.keys.tolist(),
         "re": f.values.real.tolist(),

@@ -13,39 +13,15 @@ import pytest
 import ferroshap as fs
 from conftest import all_masks, brute_force_shapley
 from ferroshap import _core
+from ferroshap.bench.fourier import SparseQaryFunction
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
 PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
 ALPHABETS = {2: "01", 3: "ABC", 4: "ACGT", 20: PROTEIN}
 
 
-class SparseFunction:
-    """A real function on ``Z_q^n`` with an exactly sparse, Hermitian Fourier spectrum:
-    ``f(x) = mean + Re Σ_k F[k] ω^{⟨x,k⟩}`` over ``2 * terms`` keys (conjugate pairs) of degree
-    ``1..max_degree``. Called on ``uint8 [k, n]`` codes."""
-
-    def __init__(self, q: int, n: int, terms: int, max_degree: int, seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        spectrum: dict[tuple[int, ...], complex] = {}
-        while len(spectrum) < 2 * terms:
-            key = np.zeros(n, dtype=np.int64)
-            support = rng.choice(n, size=rng.integers(1, max_degree + 1), replace=False)
-            key[support] = rng.integers(1, q, size=len(support))
-            k, minus = tuple(int(d) for d in key), tuple(int(d) for d in (-key) % q)
-            if k in spectrum:
-                continue
-            value = rng.uniform(0.5, 1.5) * np.exp(1j * rng.uniform(0, 2 * np.pi))
-            spectrum[k] = value.real if k == minus else value
-            spectrum[minus] = np.conj(spectrum[k])
-        self.q, self.n = q, n
-        self.mean = float(rng.uniform(-1, 1))
-        self.spectrum = spectrum
-        self.keys = np.array(list(spectrum), dtype=np.int64)
-        self.values = np.array(list(spectrum.values()))
-
-    def __call__(self, codes: np.ndarray) -> np.ndarray:
-        phases = (np.asarray(codes, dtype=np.int64) @ self.keys.T) % self.q
-        return self.mean + (np.exp(2j * np.pi * phases / self.q) @ self.values).real
+class SparseFunction(SparseQaryFunction):
+    """The library's sparse q-ary test function, plus its distance to a sketch's spectrum."""
 
     def spectrum_error(self, sketch: fs.FourierSketch) -> float:
         """``|F_hat - F|^2 / |F|^2`` over every key, the mean included."""
