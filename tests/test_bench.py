@@ -7,6 +7,7 @@ import pytest
 
 from ferroshap.bench import available_estimators, run_benchmark, summarize
 from ferroshap.bench.cli import main
+from ferroshap.bench.games import make_game
 from ferroshap.bench.harness import TIMING_COLUMNS
 from ferroshap.bench.report import format_table
 from ferroshap.errors import InvalidArgumentError
@@ -19,6 +20,12 @@ def test_an_exact_method_scores_zero_error() -> None:
     # Exact enumeration against exact enumeration of the same game: rounding only.
     assert df["rel_error"][0] < 1e-24
     assert df["spearman"][0] == pytest.approx(1.0)
+
+
+def test_sparse_fourier_truth_is_exact() -> None:
+    # Closed-form truth of the sequence game against exact enumeration of the same game.
+    df = run_benchmark(["fourier"], ["exact"], budgets=[16], seeds=[0], quick=True)
+    assert df["rel_error"][0] < 1e-20
 
 
 def test_budgets_are_honoured() -> None:
@@ -42,6 +49,15 @@ def test_baselines_share_the_protocol() -> None:
     # constraint leaves ~1e-13 of rounding); permutation sums are exact too. The unbiased
     # (matrix-vector) estimators are only unbiased on it, so they are left out.
     assert (df["rel_error"] < 1e-6).all(), df.select("method", "rel_error")
+
+
+def test_proxyspex_estimators_run_under_the_same_protocol() -> None:
+    names = [m for m in ("proxyspex", "shapiq-proxyspex") if m in available_estimators()]
+    game = make_game("soum", quick=True)
+    df = run_benchmark([game], ["leverage", *names], [256], [0])
+    assert df["method"].to_list() == ["leverage", *names]
+    # A surrogate of a 32-player sum of unanimity games at budget 256 is rough but informative.
+    assert (df["rel_error"] < 1.0).all(), df.select("method", "rel_error")
 
 
 def test_budget_below_a_methods_minimum_is_recorded_not_raised() -> None:

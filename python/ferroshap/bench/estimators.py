@@ -1,13 +1,16 @@
 """Estimators under one interface: ``explain(model, background, X, budget, seed) -> [rows, n]``.
 
-ferroshap's methods (the proxy-adjusted ones when LightGBM is installed), and — when
-installed — shap's ``KernelExplainer`` (``l1_reg=False``) and ``PermutationExplainer`` and
-shapiq's ``KernelSHAP`` (paired) and ``UnbiasedKernelSHAP``.
+ferroshap's methods (the proxy-adjusted ones and ``proxyspex`` — the Shapley values of a
+ProxySPEX surrogate, one fit per row — when LightGBM is installed), and, when installed, shap's
+``KernelExplainer`` (``l1_reg=False``) and ``PermutationExplainer`` and shapiq's ``KernelSHAP``
+(paired), ``UnbiasedKernelSHAP`` and ``ProxySPEX`` (``index="SV"``; it grid-searches its
+LightGBM proxy, seconds per row).
 
 Budget accounting (distinct coalitions, ∅ and N included, each costing ``len(background)`` model
 rows): ferroshap and shapiq use it as is; shap's ``KernelExplainer`` gets ``nsamples =
 budget - 2`` (shap excludes ∅ and N); shap's ``PermutationExplainer`` gets ``max_evals =
-budget`` (its masked evaluations, ∅ and N included).
+budget`` (its masked evaluations, ∅ and N included). Both ProxySPEX versions count every masked
+evaluation, their validation masks included.
 """
 
 from __future__ import annotations
@@ -25,8 +28,6 @@ __all__ = ["Estimator", "available_estimators", "make_estimator"]
 
 Model = Callable[[np.ndarray], np.ndarray]
 Estimator = Callable[[Model, np.ndarray, np.ndarray, int, int], np.ndarray]
-
-BASELINES = ["shap-kernel", "shap-permutation", "shapiq-kernel", "shapiq-unbiased"]
 
 
 def _ferroshap(method: str) -> Estimator:
@@ -75,11 +76,38 @@ def _shapiq(name: str) -> Estimator:
     return explain
 
 
+def _proxyspex(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
+    """ferroshap's ProxySPEX per row (Baseline masker): Shapley values of its surrogate."""
+    masker = fs.maskers.Baseline(background)
+    return np.stack(
+        [
+            fs.ProxySPEX(model, masker=masker, budget=budget, seed=seed).explain(x).shapley_values()
+            for x in X
+        ]
+    )
+
+
+def _shapiq_proxyspex(
+    model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int
+) -> np.ndarray:
+    """shapiq's ProxySPEX per row with ``index="SV"``, ``max_order=1``."""
+    from shapiq.approximator import ProxySPEX
+
+    rows = []
+    for x in X:
+        game = TabularGame(model, background, x[None])
+        approximator = ProxySPEX(n=X.shape[1], index="SV", max_order=1, random_state=seed)
+        values = approximator.approximate(budget, lambda masks, g=game: g.evaluate(masks)[:, 0])
+        rows.append(values.get_n_order_values(1))
+    return np.stack(rows)
+
+
 _BASELINE_FACTORIES: dict[str, tuple[str, Callable[[], Estimator]]] = {
     "shap-kernel": ("shap", lambda: _shap_kernel),
     "shap-permutation": ("shap", lambda: _shap_permutation),
     "shapiq-kernel": ("shapiq", lambda: _shapiq("shapiq-kernel")),
     "shapiq-unbiased": ("shapiq", lambda: _shapiq("shapiq-unbiased")),
+    "shapiq-proxyspex": ("shapiq", lambda: _shapiq_proxyspex),
 }
 
 
@@ -88,7 +116,7 @@ def available_estimators(include_baselines: bool = True) -> list[str]:
     baselines whose library is installed."""
     names = [m for m in fs.METHODS if m != "exact"]
     if importlib.util.find_spec("lightgbm") is not None:
-        names += fs.PROXY_METHODS
+        names += [*fs.PROXY_METHODS, "proxyspex"]
     if include_baselines:
         names += [
             name
@@ -102,9 +130,11 @@ def make_estimator(name: str) -> Estimator:
     """The estimator called ``name`` (a ferroshap method or one of the baselines)."""
     if name in fs.METHODS or name in fs.PROXY_METHODS:
         return _ferroshap(name)
+    if name == "proxyspex":
+        return _proxyspex
     if name in _BASELINE_FACTORIES:
         return _BASELINE_FACTORIES[name][1]()
-    valid = ", ".join([*fs.METHODS, *fs.PROXY_METHODS, *_BASELINE_FACTORIES])
+    valid = ", ".join([*fs.METHODS, *fs.PROXY_METHODS, "proxyspex", *_BASELINE_FACTORIES])
     raise fs.InvalidArgumentError(f"methods: unknown estimator {name!r}; expected some of {valid}")
 
 

@@ -1,8 +1,9 @@
 """Benchmark games with exact ground truth.
 
 Each :class:`BenchGame` is a model, a background and explained rows whose exact interventional
-Shapley values are known in closed form (sums of unanimity models, linear models), by exact
-enumeration (small n), or by exact interventional TreeSHAP from ``shap`` (tree models).
+Shapley values are known in closed form (sums of unanimity models, linear models, exactly sparse
+q-ary Fourier functions of sequences), by exact enumeration (small n), or by exact
+interventional TreeSHAP from ``shap`` (tree models).
 """
 
 from __future__ import annotations
@@ -140,6 +141,28 @@ def forest_game(rows: int = 6, n_background: int = 40, seed: int = 0) -> BenchGa
     return BenchGame("forest", model.predict, background, X, _tree_truth(model, background, X))
 
 
+def fourier_game(n: int = 16, rows: int = 4, n_background: int = 20, seed: int = 0) -> BenchGame:
+    """An exactly sparse q-ary sequence function (q = 4, ``2n`` terms of degree 1-3) on letter
+    codes, against a background of random sequences; truth in closed form from its spectrum
+    (the sketch's data-background algebra, checked against enumeration in the test suite)."""
+    from ferroshap import _core
+    from ferroshap.bench.fourier import SparseQaryFunction
+
+    f = SparseQaryFunction(q=4, n=n, terms=n, max_degree=3, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    background = rng.integers(0, 4, size=(n_background, n), dtype=np.uint8)
+    X = rng.integers(0, 4, size=(rows, n), dtype=np.uint8)
+    spectrum = _core.Spectrum(
+        n, 4, f.keys.astype(np.uint8), f.values.real.copy(), f.values.imag.copy(), f.mean
+    )
+    truth = spectrum.shapley_values(X, background)
+
+    def model(z: np.ndarray) -> np.ndarray:
+        return f(np.rint(z).astype(np.int64))
+
+    return BenchGame(f"fourier{n}", model, background.astype(float), X.astype(float), truth)
+
+
 _GAMES: dict[str, Callable[[bool], BenchGame]] = {
     "soum": lambda quick: soum_game(n=32 if quick else 128),
     "linear": lambda quick: linear_game(),
@@ -148,6 +171,7 @@ _GAMES: dict[str, Callable[[bool], BenchGame]] = {
         rows=3 if quick else 8, n_background=20 if quick else 50
     ),
     "forest": lambda quick: forest_game(rows=3 if quick else 6),
+    "fourier": lambda quick: fourier_game(n=10 if quick else 16),
 }
 
 
