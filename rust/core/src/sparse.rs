@@ -165,6 +165,24 @@ impl SparseFunction {
         Ok(acc.finish(basis, n_players))
     }
 
+    /// A function from terms that already satisfy the invariant: sorted by key, distinct keys
+    /// within `0..n_players`, no exact zeros.
+    pub(crate) fn from_sorted_terms(
+        basis: Basis,
+        n_players: usize,
+        terms: Vec<(Key, f64)>,
+    ) -> Self {
+        debug_assert!(terms.windows(2).all(|w| w[0].0 < w[1].0));
+        debug_assert!(terms.iter().all(
+            |(k, c)| *c != 0.0 && k.players().last().is_none_or(|&p| (p as usize) < n_players)
+        ));
+        Self {
+            basis,
+            n_players,
+            terms,
+        }
+    }
+
     /// The basis of the coefficients.
     pub fn basis(&self) -> Basis {
         self.basis

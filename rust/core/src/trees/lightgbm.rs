@@ -102,21 +102,21 @@ fn fields(block: &str) -> impl Iterator<Item = (&str, &str)> {
         .filter_map(|line| line.trim_end_matches('\r').split_once('='))
 }
 
-fn field<'a>(block: &'a str, name: &str, tree: Option<usize>) -> Result<&'a str> {
-    fields(block)
+/// The header line `name`.
+fn header_field<'a>(header: &'a str, name: &str) -> Result<&'a str> {
+    fields(header)
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v)
-        .ok_or_else(|| match tree {
-            Some(t) => bad(format!("tree {t} has no {name} line")),
-            None => bad(format!(
+        .ok_or_else(|| {
+            bad(format!(
                 "no {name} line in the header; expected LightGBM model text from \
                  Booster.model_to_string()"
-            )),
+            ))
         })
 }
 
 fn numbers<T: std::str::FromStr>(text: &str, name: &str, tree: usize) -> Result<Vec<T>> {
-    text.split_whitespace()
+    text.split_ascii_whitespace()
         .map(|x| {
             x.parse()
                 .map_err(|_| bad(format!("tree {tree}: cannot parse {name} value {x:?}")))
@@ -138,8 +138,8 @@ impl Ensemble {
                  Booster.model_to_string()",
             ));
         }
-        let per_iteration = field(header, "num_tree_per_iteration", None)?;
-        let num_class = field(header, "num_class", None)?;
+        let per_iteration = header_field(header, "num_tree_per_iteration")?;
+        let num_class = header_field(header, "num_class")?;
         if per_iteration.trim() != "1" || num_class.trim() != "1" {
             return Err(bad(format!(
                 "has {} trees per iteration ({} classes); only single-output regression \
@@ -148,7 +148,7 @@ impl Ensemble {
                 num_class.trim()
             )));
         }
-        let objective = field(header, "objective", None)?
+        let objective = header_field(header, "objective")?
             .split_whitespace()
             .next()
             .unwrap_or("");
@@ -158,7 +158,7 @@ impl Ensemble {
                  expected one of {IDENTITY_OBJECTIVES:?}"
             )));
         }
-        let max_feature: usize = field(header, "max_feature_idx", None)?
+        let max_feature: usize = header_field(header, "max_feature_idx")?
             .trim()
             .parse()
             .map_err(|_| bad("max_feature_idx is not a non-negative integer"))?;
@@ -186,12 +186,60 @@ impl Ensemble {
     }
 }
 
+/// The lines of a tree block the transform reads, found in one pass over the block.
+struct TreeLines<'a> {
+    tree: usize,
+    values: [Option<&'a str>; TreeLines::NAMES.len()],
+}
+
+impl<'a> TreeLines<'a> {
+    const NAMES: [&'static str; 8] = [
+        "num_leaves",
+        "leaf_value",
+        "split_feature",
+        "threshold",
+        "decision_type",
+        "left_child",
+        "right_child",
+        "is_linear",
+    ];
+
+    fn read(block: &'a str, tree: usize) -> Self {
+        let mut values = [None; Self::NAMES.len()];
+        for (key, value) in fields(block) {
+            if let Some(i) = Self::NAMES.iter().position(|&name| name == key) {
+                values[i] = Some(value);
+            }
+        }
+        Self { tree, values }
+    }
+
+    /// The optional line `name`.
+    fn optional(&self, name: &str) -> Option<&'a str> {
+        let i = Self::NAMES.iter().position(|&n| n == name)?;
+        self.values[i]
+    }
+
+    /// The line `name`, which must be present.
+    fn get(&self, name: &str) -> Result<&'a str> {
+        self.optional(name)
+            .ok_or_else(|| bad(format!("tree {} has no {name} line", self.tree)))
+    }
+
+    /// The whitespace-separated numbers of the line `name`.
+    fn numbers<T: std::str::FromStr>(&self, name: &str) -> Result<Vec<T>> {
+        numbers(self.get(name)?, name, self.tree)
+    }
+}
+
 fn parse_tree(block: &str, t: usize) -> Result<Tree> {
-    let num_leaves: usize = field(block, "num_leaves", Some(t))?
+    let lines = TreeLines::read(block, t);
+    let num_leaves: usize = lines
+        .get("num_leaves")?
         .trim()
         .parse()
         .map_err(|_| bad(format!("tree {t}: num_leaves is not a positive integer")))?;
-    let leaf_values: Vec<f64> = numbers(field(block, "leaf_value", Some(t))?, "leaf_value", t)?;
+    let leaf_values: Vec<f64> = lines.numbers("leaf_value")?;
     if num_leaves == 0 || leaf_values.len() != num_leaves {
         return Err(bad(format!(
             "tree {t}: num_leaves = {num_leaves} but {} leaf values",
@@ -201,7 +249,7 @@ fn parse_tree(block: &str, t: usize) -> Result<Tree> {
     if let Some(v) = leaf_values.iter().find(|v| !v.is_finite()) {
         return Err(bad(format!("tree {t}: leaf value {v} is not finite")));
     }
-    let linear = fields(block).any(|(k, v)| k == "is_linear" && v.trim() != "0");
+    let linear = lines.optional("is_linear").is_some_and(|v| v.trim() != "0");
     if linear {
         return Err(bad(format!(
             "tree {t} is a linear tree (linear_tree=true); only constant leaves are supported"
@@ -214,12 +262,11 @@ fn parse_tree(block: &str, t: usize) -> Result<Tree> {
         });
     }
     let internal = num_leaves - 1;
-    let features: Vec<usize> =
-        numbers(field(block, "split_feature", Some(t))?, "split_feature", t)?;
-    let thresholds: Vec<f64> = numbers(field(block, "threshold", Some(t))?, "threshold", t)?;
-    let decisions: Vec<u8> = numbers(field(block, "decision_type", Some(t))?, "decision_type", t)?;
-    let lefts: Vec<i64> = numbers(field(block, "left_child", Some(t))?, "left_child", t)?;
-    let rights: Vec<i64> = numbers(field(block, "right_child", Some(t))?, "right_child", t)?;
+    let features: Vec<usize> = lines.numbers("split_feature")?;
+    let thresholds: Vec<f64> = lines.numbers("threshold")?;
+    let decisions: Vec<u8> = lines.numbers("decision_type")?;
+    let lefts: Vec<i64> = lines.numbers("left_child")?;
+    let rights: Vec<i64> = lines.numbers("right_child")?;
     for (name, len) in [
         ("split_feature", features.len()),
         ("threshold", thresholds.len()),
