@@ -7,6 +7,7 @@ reports k-SII interactions, Shapley values and the surrogate's faithfulness on h
 
     python examples/proxyspex_demo.py           # n = 64, budget 4000
     python examples/proxyspex_demo.py --quick   # n = 32, budget 1000
+    python examples/proxyspex_demo.py --plot interactions.png   # also draw them (matplotlib)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import ferroshap as fs
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small game and budget")
+    parser.add_argument("--plot", metavar="PATH", help="save bar and network plots to PATH")
     args = parser.parse_args()
     n, budget = (32, 1000) if args.quick else (64, 4000)
 
@@ -57,6 +59,19 @@ def main() -> None:
     print("  strongest k-SII interactions:")
     for key, value in iv.top(8):
         print(f"    {key!s:>16}  {value:+.3f}")
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        figure, (bars, network) = plt.subplots(1, 2, figsize=(13, 6))
+        iv.plot(k=12, ax=bars)
+        iv.plot(k=12, ax=network, kind="network")
+        figure.tight_layout()
+        figure.savefig(args.plot, dpi=120)
+        plt.close(figure)
+        print(f"  plots written to {args.plot}")
 
 
 if __name__ == "__main__":

@@ -22,3 +22,17 @@ def test_example_runs(script: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip(), "an example should print what it shows"
+
+
+def test_proxyspex_demo_saves_its_plots(tmp_path: Path) -> None:
+    out = tmp_path / "interactions.png"
+    script = Path(__file__).parent.parent / "examples" / "proxyspex_demo.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--quick", "--plot", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes().startswith(b"\x89PNG")

@@ -1,9 +1,13 @@
 """Tree → Fourier against LightGBM itself, every index against the enumeration oracle and shapiq,
-the Interactions object, and bad input."""
+the Interactions object and its plots, and bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import lightgbm as lgb
 import numpy as np
@@ -210,3 +214,91 @@ def test_exact_interactions_bad_input() -> None:
         _core.SparseFunction("Moebius", 3, [(5,)], np.array([1.0]))
     with pytest.raises(InvalidArgumentError, match="basis"):
         _core.SparseFunction("Walsh", 3, [(1,)], np.array([1.0]))
+
+
+# Plots: Moebius values of a game with three pairs and two first-order terms.
+PAIRS_GAME = {(0,): 1.0, (4,): -3.0, (0, 1): 1.0, (2, 3): -2.0, (1, 4): 0.5}
+
+
+def moebius_game(terms: dict[tuple[int, ...], float]) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda m: sum(c * m[:, list(key)].all(axis=1) for key, c in terms.items())
+
+
+@pytest.fixture
+def plt() -> Iterator[Any]:
+    """matplotlib's pyplot on the Agg backend; every figure is closed afterwards."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    yield pyplot
+    pyplot.close("all")
+
+
+def test_bar_plot(plt: Any) -> None:
+    iv = fs.exact_interactions(moebius_game(PAIRS_GAME), 5, index="Moebius")
+    assert iv.values == PAIRS_GAME
+    ax = iv.plot(k=3)
+    assert isinstance(ax, plt.Axes)
+    # the top three, largest at the top: (4,), (2, 3), then (0,) (ties with (0, 1), lower order)
+    assert [bar.get_width() for bar in ax.patches] == [1.0, -2.0, -3.0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["(0,)", "(2, 3)", "(4,)"]
+    assert len(iv.plot(k=100).patches) == len(PAIRS_GAME)
+
+    named = dataclasses.replace(iv, feature_names=list("abcde"))
+    _, own = plt.subplots()
+    assert named.plot(k=2, ax=own) is own
+    assert [t.get_text() for t in own.get_yticklabels()] == ["c x d", "e"]
+
+
+def test_network_plot(plt: Any) -> None:
+    iv = fs.exact_interactions(moebius_game(PAIRS_GAME), 5, index="Moebius")
+    ax = iv.plot(k=2, kind="network")
+    assert isinstance(ax, plt.Axes)
+    edges, nodes = ax.collections
+    segments = [segment.round(12).tolist() for segment in edges.get_segments()]
+    angle = np.pi / 2 - 2 * np.pi * np.arange(5) / 5
+    circle = np.column_stack([np.cos(angle), np.sin(angle)]).round(12)
+    assert segments == [circle[[2, 3]].tolist(), circle[[0, 1]].tolist()]  # largest first
+    widths = edges.get_linewidths()
+    assert widths[0] > widths[1]
+    blue, red = plt.matplotlib.colors.to_rgba("tab:blue"), plt.matplotlib.colors.to_rgba("tab:red")
+    assert [tuple(c[:3]) for c in edges.get_edgecolors()] == [blue[:3], red[:3]]
+    np.testing.assert_allclose(nodes.get_offsets(), circle, atol=1e-12)
+    sizes = nodes.get_sizes()  # |first-order value|: 1, 0, 0, 0, 3
+    assert sizes[4] > sizes[0] > sizes[1] == sizes[2] == sizes[3]
+    assert [t.get_text() for t in ax.texts] == ["0", "1", "2", "3", "4"]
+    assert len(iv.plot(k=10, kind="network").collections[0].get_segments()) == 3
+
+    _, own = plt.subplots()
+    assert iv.plot(kind="network", ax=own) is own
+
+
+def test_network_plot_without_first_order_or_pairs(plt: Any) -> None:
+    pairwise = fs.exact_interactions(moebius_game({(0, 1): 1.0}), 3, index="Moebius")
+    assert pairwise.values == {(0, 1): 1.0}
+    nodes = pairwise.plot(kind="network").collections[1]
+    sizes = nodes.get_sizes()  # Shapley values: 0.5, 0.5, 0
+    assert sizes[0] == sizes[1] > sizes[2]
+    additive = fs.exact_interactions(moebius_game({(0,): 1.0, (1,): 2.0}), 3, index="k-SII")
+    edges = additive.plot(kind="network").collections[0]
+    assert len(edges.get_segments()) == 0
+
+
+def test_plot_bad_input(plt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    iv = fs.exact_interactions(moebius_game(PAIRS_GAME), 5, index="Moebius")
+    with pytest.raises(
+        InvalidArgumentError, match="kind must be one of 'bar', 'network'; got 'pie'"
+    ):
+        iv.plot(kind="pie")
+    with pytest.raises(InvalidArgumentError, match="k must be at least 1, got 0"):
+        iv.plot(k=0)
+    with pytest.raises(InvalidTypeError, match="k must be an int, got float"):
+        iv.plot(k=2.5)  # type: ignore[arg-type]
+    shapley = fs.exact_interactions(moebius_game(PAIRS_GAME), 5, index="SV")
+    with pytest.raises(InvalidArgumentError, match=r"pairwise.*max_order=1; use kind='bar'"):
+        shapley.plot(kind="network")
+    shapley.plot()  # bars work at any order
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"ferroshap\[bench\]"):
+        iv.plot()

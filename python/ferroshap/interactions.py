@@ -18,10 +18,13 @@ from ferroshap import _core
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.games import RawGame
 
-__all__ = ["INDICES", "Interactions", "exact_interactions"]
+__all__ = ["INDICES", "PLOT_KINDS", "Interactions", "exact_interactions"]
 
 INDICES: tuple[str, ...] = tuple(_core.INDICES)
 """Index names (shapiq's spellings): Moebius, Fourier, SV, BV, SII, BII, k-SII, STII, FSII, FBII."""
+
+PLOT_KINDS: tuple[str, ...] = ("bar", "network")
+"""The kinds :meth:`Interactions.plot` draws."""
 
 Key = tuple[int, ...]
 
@@ -236,24 +239,146 @@ class Interactions:
             columns["features"] = [" x ".join(names[i] for i in k) for k in keys]
         return pl.DataFrame(columns)
 
-    def plot(self, k: int = 10, ax: Any = None) -> Any:
-        """Horizontal bar plot of the ``k`` largest values (needs matplotlib); returns the axes."""
+    def plot(self, k: int = 10, ax: Any = None, kind: str = "bar") -> Any:
+        """Plot the largest values (needs matplotlib); returns the axes.
+
+        Parameters
+        ----------
+        k
+            How many values to draw (at least 1): the ``k`` largest in absolute value for
+            ``kind="bar"``, the ``k`` largest pairs for ``kind="network"``.
+        ax
+            A matplotlib ``Axes`` to draw on; a new figure when ``None``.
+        kind
+            One of :data:`PLOT_KINDS`. ``"bar"``: a horizontal bar per value, any order.
+            ``"network"``: the players on a circle, node size ``|first-order value|`` (the
+            Shapley values of :meth:`shapley_values` when ``values`` has no first-order term),
+            one edge per pair with width ``|value|``; red is positive, blue negative. Needs
+            ``max_order >= 2``.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> import ferroshap as fs
+        >>> iv = fs.exact_interactions(lambda m: m[:, 0] * m[:, 1] - 1.0 * m[:, 2], 3)
+        >>> ax = iv.plot(kind="network")  # nodes 0, 1, 2; one edge, between 0 and 1
+        >>> plt.close(ax.figure)
+        """
+        if not isinstance(kind, str) or kind not in PLOT_KINDS:
+            raise InvalidArgumentError(
+                f"kind must be one of {', '.join(map(repr, PLOT_KINDS))}; got {kind!r}"
+            )
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise InvalidTypeError(f"k must be an int, got {type(k).__name__}")
+        if k < 1:
+            raise InvalidArgumentError(f"k must be at least 1, got {k}")
+        if kind == "network" and self.max_order < 2:
+            raise InvalidArgumentError(
+                f"kind='network' draws pairwise interactions, but these {self.index} values "
+                f"have max_order={self.max_order}; use kind='bar'"
+            )
         try:
             import matplotlib.pyplot as plt  # type: ignore[import-not-found]
         except ImportError as err:
             raise ImportError(
-                "Interactions.plot() needs matplotlib: `pip install matplotlib`"
+                "Interactions.plot() needs matplotlib: pip install 'ferroshap[bench]' "
+                "(or matplotlib)"
             ) from err
-        top = self.top(k)[::-1]
+        if kind == "bar":
+            return self._plot_bar(plt, int(k), ax)
+        return self._plot_network(plt, int(k), ax)
+
+    def _label(self, key: Key) -> str:
+        """A key as its feature names joined by ``" x "``, or as the tuple."""
         names = self.feature_names
-        labels = [" x ".join(names[i] for i in key) if names else str(key) for key, _ in top]
+        return " x ".join(names[i] for i in key) if names else str(key)
+
+    def _plot_bar(self, plt: Any, k: int, ax: Any) -> Any:
+        """``plot(kind="bar")`` once its arguments are checked."""
+        top = self.top(k)[::-1]
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 0.35 * len(top) + 1))
         values = [v for _, v in top]
-        ax.barh(labels, values, color=["tab:red" if v > 0 else "tab:blue" for v in values])
+        ax.barh(
+            [self._label(key) for key, _ in top],
+            values,
+            color=[_sign_colour(v) for v in values],
+        )
         ax.set_xlabel(f"{self.index} value")
         ax.set_title(f"Top {len(top)} {self.index} values (order ≤ {self.max_order})")
         return ax
+
+    def _plot_network(self, plt: Any, k: int, ax: Any) -> Any:
+        """``plot(kind="network")`` once its arguments are checked."""
+        from matplotlib.collections import LineCollection  # type: ignore[import-not-found]
+        from matplotlib.lines import Line2D  # type: ignore[import-not-found]
+
+        n = self.n_players
+        pairs = [(key, v) for key, v in self.values.items() if len(key) == 2]
+        edges = sorted(pairs, key=lambda item: -abs(item[1]))[:k]
+        if any(len(key) == 1 for key in self.values):
+            nodes, node_source = np.zeros(n), "first-order value"
+            for key, v in self.values.items():
+                if len(key) == 1:
+                    nodes[key[0]] = v
+        else:
+            nodes, node_source = self.shapley_values(), "Shapley value"
+        angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n
+        xy = np.column_stack([np.cos(angle), np.sin(angle)])
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 6))
+        widest = max((abs(v) for _, v in edges), default=0.0)
+        ax.add_collection(
+            LineCollection(
+                [xy[list(key)] for key, _ in edges],
+                linewidths=[0.5 + 5.5 * abs(v) / widest for _, v in edges],
+                colors=[_sign_colour(v) for _, v in edges],
+                alpha=0.7,
+                zorder=1,
+            )
+        )
+        largest = float(np.max(np.abs(nodes))) if n else 0.0
+        sizes = 30 + 570 * (np.abs(nodes) / largest if largest > 0 else np.zeros(n))
+        ax.scatter(
+            xy[:, 0],
+            xy[:, 1],
+            s=sizes,
+            c=[_sign_colour(v) for v in nodes],
+            edgecolors="black",
+            linewidths=0.5,
+            zorder=2,
+        )
+        for i in range(n):
+            ax.text(
+                1.18 * xy[i, 0],
+                1.18 * xy[i, 1],
+                self.feature_names[i] if self.feature_names else str(i),
+                ha="center",
+                va="center",
+                fontsize="small",
+            )
+        ax.legend(
+            handles=[
+                Line2D([], [], color=_sign_colour(1.0), label="positive"),
+                Line2D([], [], color=_sign_colour(-1.0), label="negative"),
+            ],
+            loc="lower right",
+            frameon=False,
+            fontsize="small",
+        )
+        ax.set_xlim(-1.35, 1.35)
+        ax.set_ylim(-1.35, 1.35)
+        ax.set_aspect("equal")
+        ax.set_axis_off()
+        ax.set_title(f"Top {len(edges)} pairwise {self.index} values\n(node size: |{node_source}|)")
+        return ax
+
+
+def _sign_colour(value: float) -> str:
+    """Red for positive values, blue for negative ones (as SHAP plots colour them), grey for 0."""
+    return "tab:red" if value > 0 else "tab:blue" if value < 0 else "tab:gray"
 
 
 def _check_masks(masks: Any, n: int) -> np.ndarray:

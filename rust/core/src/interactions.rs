@@ -86,7 +86,7 @@ impl Index {
 
     /// Weight of Möbius key `S` (size `s`) on a subset `T ⊆ S` of size `t` at order `k`
     /// (`t ≤ k`, `t ≤ s`). `bernoulli` holds `B_0 .. B_k`.
-    fn weight(self, k: usize, s: usize, t: usize, bernoulli: &[f64]) -> f64 {
+    pub(crate) fn weight(self, k: usize, s: usize, t: usize, bernoulli: &[f64]) -> f64 {
         let same = if s == t { 1.0 } else { 0.0 };
         let sign = |e: usize| if e % 2 == 0 { 1.0 } else { -1.0 };
         let c = |a: usize, b: usize| binomial_f64(a as u64, b as u64);

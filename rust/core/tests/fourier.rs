@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use ferroshap_core::exact::shapley_from_table;
-use ferroshap_core::fourier::{Index, SketchPlan, Spectrum};
+use ferroshap_core::fourier::{SketchPlan, Spectrum};
+use ferroshap_core::interactions::Index;
 use num_complex::Complex64;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -273,7 +274,7 @@ fn order_limited_indices_are_efficient() {
     let f = SparseFunction::random(q, n, 20, 4, 3).to_spectrum();
     let xs: Vec<u8> = (0..2 * n).map(|i| (i * 7 % q) as u8).collect();
     let predictions = f.predict(&xs).unwrap();
-    for index in [Index::KSii, Index::Stii, Index::Fsii] {
+    for index in [Index::KSII, Index::STII, Index::FSII] {
         for order in 1..=3 {
             let out = f.interactions(&xs, Some(order), index).unwrap();
             assert!(out.keys.iter().all(|k| (1..=order).contains(&k.len())));
@@ -294,6 +295,28 @@ fn order_limited_indices_are_efficient() {
                 assert!((phi[r * n + key[0] as usize] - value).abs() < 1e-12);
             }
         }
+    }
+}
+
+#[test]
+fn indices_the_sketch_does_not_compute_are_rejected() {
+    let f = SparseFunction::random(2, 4, 5, 3, 1).to_spectrum();
+    let xs = [0u8, 1, 0, 1];
+    for index in [
+        Index::Fourier,
+        Index::SV,
+        Index::BV,
+        Index::SII,
+        Index::BII,
+        Index::FBII,
+    ] {
+        let err = f.interactions(&xs, Some(2), index).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "index: must be one of \"Moebius\", \"k-SII\", \"STII\", \"FSII\"; got \"{index}\""
+            )
+        );
     }
 }
 

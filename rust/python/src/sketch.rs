@@ -3,7 +3,9 @@
 
 use std::borrow::Cow;
 
-use ferroshap_core::fourier::{Complex64, Index, SketchPlan, Spectrum};
+use ferroshap_core::fourier::{
+    parse_sketch_index, Complex64, SketchPlan, Spectrum, SKETCH_INDICES,
+};
 use ferroshap_core::CoreError;
 use numpy::ndarray::Array2;
 use numpy::PyUntypedArrayMethods;
@@ -262,7 +264,7 @@ impl PySpectrum {
         max_order: Option<usize>,
         index: &str,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyArray2<f64>>)> {
-        let index: Index = index.parse().map_err(|e| to_py_err(py, e))?;
+        let index = parse_sketch_index(index).map_err(|e| to_py_err(py, e))?;
         let n = self.spectrum.n();
         let codes = rows(py, &sequences, n, "sequences")?;
         let out = py
@@ -309,7 +311,7 @@ fn sketch_plan(
 
 /// Adds the sketch's classes and functions to `ferroshap._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let indices: Vec<&str> = Index::ALL.iter().map(|i| i.name()).collect();
+    let indices: Vec<&str> = SKETCH_INDICES.iter().map(|i| i.name()).collect();
     m.add("INTERACTION_INDICES", indices)?;
     m.add_class::<PySketchPlan>()?;
     m.add_class::<PySpectrum>()?;

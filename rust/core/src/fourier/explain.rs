@@ -6,104 +6,38 @@
 //! games, so one sequence costs `O(Σ_k deg k)`.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
 use num_complex::Complex64;
 use rayon::prelude::*;
 
 use super::spectrum::{check_codes, Spectrum};
 use crate::error::{CoreError, Result};
+use crate::interactions::{bernoulli_numbers, Index};
 
-/// An interaction index of order `k` computed from the Möbius coefficients (`proxyspex.md` §7).
-/// At an order no smaller than the largest key degree every index equals the Möbius transform.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Index {
-    /// Möbius (Harsanyi) coefficients of order `≤ k` (SHAP zero's interactions when `k` is
-    /// unbounded).
-    Moebius,
-    /// k-Shapley interaction index (Bordt & von Luxburg).
-    KSii,
-    /// Shapley–Taylor interaction index.
-    Stii,
-    /// Faithful Shapley interaction index.
-    Fsii,
+/// The interaction indices the sketch computes from each sequence's Möbius coefficients
+/// (`proxyspex.md` §7), in documentation order. At an order no smaller than the largest key
+/// degree every one of them equals the Möbius transform.
+pub const SKETCH_INDICES: [Index; 4] = [Index::Moebius, Index::KSII, Index::STII, Index::FSII];
+
+/// The sketch index named `name` (shapiq's spelling), or an `index` error listing
+/// [`SKETCH_INDICES`].
+pub fn parse_sketch_index(name: &str) -> Result<Index> {
+    SKETCH_INDICES
+        .into_iter()
+        .find(|index| index.name() == name)
+        .ok_or_else(|| unsupported_index(name))
 }
 
-impl Index {
-    /// Every index, in documentation order.
-    pub const ALL: [Index; 4] = [Index::Moebius, Index::KSii, Index::Stii, Index::Fsii];
-
-    /// The name users pass (shapiq's spelling).
-    pub fn name(self) -> &'static str {
-        match self {
-            Index::Moebius => "Moebius",
-            Index::KSii => "k-SII",
-            Index::Stii => "STII",
-            Index::Fsii => "FSII",
-        }
-    }
-
-    /// The weight of `m(S)` in the index of `T ⊊ S` at order `k`, for `s > k ≥ t ≥ 1`.
-    fn weight(self, s: usize, t: usize, k: usize) -> f64 {
-        match self {
-            Index::Moebius => 0.0,
-            Index::KSii => (t..=k)
-                .map(|r| binomial(s - t, r - t) * bernoulli(r - t) / (s - r + 1) as f64)
-                .sum(),
-            Index::Stii if t == k => 1.0 / binomial(s, k),
-            Index::Stii => 0.0,
-            Index::Fsii => {
-                let sign = if (k - t) % 2 == 0 { 1.0 } else { -1.0 };
-                sign * (t as f64 / (k + t) as f64) * binomial(k, t) * binomial(s - 1, k)
-                    / binomial(s + k - 1, k + t)
-            }
-        }
-    }
-}
-
-impl fmt::Display for Index {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Index {
-    type Err = CoreError;
-
-    fn from_str(s: &str) -> Result<Self> {
-        Index::ALL
-            .into_iter()
-            .find(|index| index.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<String> = Index::ALL
-                    .iter()
-                    .map(|i| format!("{:?}", i.name()))
-                    .collect();
-                CoreError::invalid(
-                    "index",
-                    format!("must be one of {}; got {s:?}", names.join(", ")),
-                )
-            })
-    }
-}
-
-/// `C(n, k)` as a float.
-fn binomial(n: usize, k: usize) -> f64 {
-    if k > n {
-        return 0.0;
-    }
-    (0..k.min(n - k)).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
-}
-
-/// Bernoulli number `B_m` with `B_1 = −1/2`.
-fn bernoulli(m: usize) -> f64 {
-    let mut b = vec![1.0];
-    for j in 1..=m {
-        let sum: f64 = (0..j).map(|i| binomial(j + 1, i) * b[i]).sum();
-        b.push(-sum / (j + 1) as f64);
-    }
-    b[m]
+/// The `index` error for a name outside [`SKETCH_INDICES`].
+fn unsupported_index(name: &str) -> CoreError {
+    let names: Vec<String> = SKETCH_INDICES
+        .iter()
+        .map(|i| format!("{:?}", i.name()))
+        .collect();
+    CoreError::invalid(
+        "index",
+        format!("must be one of {}; got {name:?}", names.join(", ")),
+    )
 }
 
 /// Interaction values of many sequences over one shared list of player sets.
@@ -219,13 +153,16 @@ impl Spectrum {
     /// `1..=max_order` (`None`: every order, i.e. the Möbius coefficients
     /// `a_x(U) = Re Σ_{supp k = U} F[k] ω^{⟨x,k⟩}`, SHAP zero's interactions). Keys are shared
     /// by all rows: the supports of the spectrum and, for keys of degree above `max_order`,
-    /// their subsets that the index spreads them onto.
+    /// their subsets that the index spreads them onto. `index` is one of [`SKETCH_INDICES`].
     pub fn interactions(
         &self,
         codes: &[u8],
         max_order: Option<usize>,
         index: Index,
     ) -> Result<Interactions> {
+        if !SKETCH_INDICES.contains(&index) {
+            return Err(unsupported_index(index.name()));
+        }
         check_codes(codes, self.n(), self.q(), "sequences")?;
         if max_order == Some(0) {
             return Err(CoreError::invalid("max_order", "must be at least 1, got 0"));
@@ -278,13 +215,15 @@ impl ConversionPlan {
                 *supports.entry(term.positions.as_slice()).or_insert(next)
             })
             .collect();
+        // Keys spread only at orders below their degree, which is at most `n`.
+        let bernoulli = bernoulli_numbers(max_order.map_or(0, |k| k.min(spectrum.n())));
         let mut spread: Vec<Vec<(Vec<u32>, f64)>> = vec![Vec::new(); supports.len()];
         for (&support, &at) in &supports {
             let s = support.len();
             match max_order {
                 Some(k) if s > k => {
                     for t in 1..=k {
-                        let weight = index.weight(s, t, k);
+                        let weight = index.weight(k, s, t, &bernoulli);
                         if weight != 0.0 {
                             for subset in subsets(support, t) {
                                 spread[at].push((subset, weight));
@@ -343,16 +282,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bernoulli_and_binomials() {
-        let expected = [1.0, -0.5, 1.0 / 6.0, 0.0, -1.0 / 30.0];
-        for (m, b) in expected.iter().enumerate() {
-            assert!((bernoulli(m) - b).abs() < 1e-15);
-        }
-        assert_eq!(binomial(5, 2), 10.0);
-        assert_eq!(binomial(2, 5), 0.0);
-    }
-
-    #[test]
     fn subsets_are_listed_lexicographically() {
         assert_eq!(
             subsets(&[1, 4, 7], 2),
@@ -363,14 +292,18 @@ mod tests {
     }
 
     #[test]
-    fn index_names_round_trip() {
-        for index in Index::ALL {
-            assert_eq!(index.name().parse::<Index>().unwrap(), index);
+    fn sketch_index_names_round_trip_and_others_are_rejected() {
+        for index in SKETCH_INDICES {
+            assert_eq!(parse_sketch_index(index.name()).unwrap(), index);
         }
-        assert!("SV"
-            .parse::<Index>()
-            .unwrap_err()
-            .to_string()
-            .starts_with("index"));
+        for name in ["SV", "FBII", "kSII"] {
+            assert_eq!(
+                parse_sketch_index(name).unwrap_err().to_string(),
+                format!(
+                    "index: must be one of \"Moebius\", \"k-SII\", \"STII\", \"FSII\"; \
+                     got \"{name}\""
+                )
+            );
+        }
     }
 }

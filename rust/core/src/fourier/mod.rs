@@ -22,7 +22,7 @@ pub mod spectrum;
 
 pub use decode::SketchFit;
 pub use design::{SketchParams, SketchPlan};
-pub use explain::{Index, Interactions};
+pub use explain::{parse_sketch_index, Interactions, SKETCH_INDICES};
 /// The complex type of coefficients (re-exported so that callers need no extra dependency).
 pub use num_complex::Complex64;
 pub use spectrum::Spectrum;
