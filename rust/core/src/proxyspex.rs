@@ -180,17 +180,27 @@ fn ranked_keys(spectrum: &SparseFunction, basis: Basis, limit: usize) -> Result<
     Ok(keys)
 }
 
-/// Drops keys whose design column is (numerically) a combination of earlier ones.
-fn independent(keys: Vec<Key>, a: &Mat<f64>) -> Vec<Key> {
-    let r = a.qr().thin_R().to_owned();
-    let diag: Vec<f64> = (0..r.ncols().min(r.nrows()))
+/// The thin `R` factor of the QR factorization of `[a | y]`: its first columns are `a`'s `R`,
+/// and its last column holds `Qᵀ y`, so no `Q` is ever formed.
+fn r_with_rhs(a: &Mat<f64>, y: &[f64]) -> Mat<f64> {
+    let p = a.ncols();
+    Mat::from_fn(a.nrows(), p + 1, |i, j| if j < p { a[(i, j)] } else { y[i] })
+        .qr()
+        .thin_R()
+        .to_owned()
+}
+
+/// The keys whose design column is not (numerically) a combination of earlier ones, judged
+/// from the diagonal of the design's `R` factor.
+fn independent(keys: &[Key], r: &Mat<f64>) -> Vec<Key> {
+    let diag: Vec<f64> = (0..keys.len().min(r.nrows()))
         .map(|j| r[(j, j)].abs())
         .collect();
     let top = diag.iter().copied().fold(0.0, f64::max);
-    keys.into_iter()
-        .enumerate()
-        .filter(|&(j, _)| diag.get(j).is_some_and(|&d| d > DEPENDENT * top))
-        .map(|(_, k)| k)
+    keys.iter()
+        .zip(&diag)
+        .filter(|&(_, &d)| d > DEPENDENT * top)
+        .map(|(k, _)| k.clone())
         .collect()
 }
 
@@ -222,17 +232,13 @@ pub fn select_and_refit(
     }
     let limit = MAX_SUPPORT.min(train.rows() / 2).max(1);
     let mut keys = ranked_keys(spectrum, basis, limit)?;
-    let mut a = design(&keys, basis, &train, n);
-    let kept = independent(keys.clone(), &a);
+    let mut r = r_with_rhs(&design(&keys, basis, &train, n), train.values);
+    let kept = independent(&keys, &r);
     if kept.len() < keys.len() {
         keys = kept;
-        a = design(&keys, basis, &train, n);
+        r = r_with_rhs(&design(&keys, basis, &train, n), train.values);
     }
-    let qr = a.qr();
-    let q = qr.compute_thin_Q();
-    let r = qr.thin_R().to_owned();
-    let y = Mat::from_fn(train.rows(), 1, |i, _| train.values[i]);
-    let z = q.transpose() * &y;
+    let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
     let val_design = design(&keys, basis, &validation, n);
     let mut best = (0usize, f64::NEG_INFINITY);
     for k in size_grid(keys.len() - 1) {
