@@ -43,7 +43,7 @@ PROXY_METHODS = ("proxy-leverage", "tree-msr")
 PROXY_PARAMS: dict[str, Any] = {
     "objective": "regression",
     "learning_rate": 0.05,
-    "num_leaves": 31,
+    "num_leaves": 15,
     "min_data_in_leaf": 10,
     "num_threads": 1,
     "deterministic": True,
@@ -51,12 +51,17 @@ PROXY_PARAMS: dict[str, Any] = {
     "seed": 0,
     "verbosity": -1,
 }
-"""LightGBM parameters of the proxy: the "nl31" setting of the spec's measurements (section 7).
+"""LightGBM parameters of the proxy: the spec's "nl31" setting (section 7) with 15 leaves.
 
-``num_threads=1`` and ``deterministic=True`` make the proxy bit-for-bit reproducible.
+Chosen on seeds 100-119 of the breast-cancer protocol (not the seeds it is reported on): at
+budget 256 the median error ratio to plain ``leverage`` was 0.601 for nl31 with 300 rounds,
+0.588 with 15 leaves, 0.582 with 500 rounds and 0.570 with both 15 leaves and 800 rounds; more
+rounds gained little more (0.562 at 1 200) for a higher cost; ``min_data_in_leaf`` 5 or 20 and
+7 leaves were worse. ``num_threads=1`` and ``deterministic=True`` make the proxy bit-for-bit
+reproducible.
 """
 
-PROXY_ROUNDS = 300
+PROXY_ROUNDS = 800
 """Boosting rounds of the proxy (no early stopping: every sample is used for the fit)."""
 
 MIN_PAIRS = 20

@@ -184,10 +184,14 @@ fn ranked_keys(spectrum: &SparseFunction, basis: Basis, limit: usize) -> Result<
 /// and its last column holds `Qᵀ y`, so no `Q` is ever formed.
 fn r_with_rhs(a: &Mat<f64>, y: &[f64]) -> Mat<f64> {
     let p = a.ncols();
-    Mat::from_fn(a.nrows(), p + 1, |i, j| if j < p { a[(i, j)] } else { y[i] })
-        .qr()
-        .thin_R()
-        .to_owned()
+    Mat::from_fn(
+        a.nrows(),
+        p + 1,
+        |i, j| if j < p { a[(i, j)] } else { y[i] },
+    )
+    .qr()
+    .thin_R()
+    .to_owned()
 }
 
 /// The keys whose design column is not (numerically) a combination of earlier ones, judged
