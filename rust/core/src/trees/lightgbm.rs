@@ -163,11 +163,7 @@ impl Ensemble {
             .parse()
             .map_err(|_| bad("max_feature_idx is not a non-negative integer"))?;
         let average = header.lines().any(|l| l.trim() == "average_output");
-        let body = body.split("end of trees").next().unwrap_or("");
-        let blocks: Vec<&str> = body
-            .split("Tree=")
-            .filter(|b| !b.trim().is_empty())
-            .collect();
+        let blocks = tree_blocks(header, body);
         let mut trees: Vec<Tree> = blocks
             .par_iter()
             .enumerate()
@@ -230,6 +226,33 @@ impl<'a> TreeLines<'a> {
     fn numbers<T: std::str::FromStr>(&self, name: &str) -> Result<Vec<T>> {
         numbers(self.get(name)?, name, self.tree)
     }
+}
+
+/// The text of each tree: sliced by the header's `tree_sizes` (byte lengths, written by
+/// LightGBM ≥ 2.3) when they cover the body exactly, tree by tree, else found by scanning for
+/// `Tree=` (a serial pass over the whole text).
+fn tree_blocks<'a>(header: &str, body: &'a str) -> Vec<&'a str> {
+    let sliced = header_field(header, "tree_sizes").ok().and_then(|sizes| {
+        let mut rest = body;
+        sizes
+            .split_ascii_whitespace()
+            .map(|size| {
+                let size: usize = size.parse().ok()?;
+                let block = rest.get(..size).filter(|b| b.starts_with("Tree="))?;
+                rest = &rest[size..];
+                Some(&block["Tree=".len()..])
+            })
+            .collect::<Option<Vec<&str>>>()
+            .filter(|_| rest.trim_start().starts_with("end of trees"))
+    });
+    sliced.unwrap_or_else(|| {
+        body.split("end of trees")
+            .next()
+            .unwrap_or("")
+            .split("Tree=")
+            .filter(|b| !b.trim().is_empty())
+            .collect()
+    })
 }
 
 fn parse_tree(block: &str, t: usize) -> Result<Tree> {
@@ -373,6 +396,35 @@ mod tests {
             (s.route(0.0), s.route(1.0)),
             (Child::Leaf(0), Child::Leaf(0))
         );
+    }
+
+    #[test]
+    fn tree_sizes_slice_the_blocks_and_bad_sizes_fall_back_to_scanning() {
+        let plain = stump(2, "0.5");
+        let start = plain.find("Tree=0").unwrap();
+        let size = plain.find("end of trees").unwrap() - start;
+        let with_sizes =
+            |sizes: &str| plain.replace("objective=", &format!("tree_sizes={sizes}\nobjective="));
+        let expected = Ensemble::from_model_text(&plain).unwrap();
+        for sizes in [
+            size.to_string(),
+            "3".into(),
+            "x".into(),
+            format!("{size} 7"),
+        ] {
+            assert_eq!(
+                Ensemble::from_model_text(&with_sizes(&sizes)).unwrap(),
+                expected,
+                "{sizes}"
+            );
+        }
+        // Sizes that stop short of the last tree are not trusted.
+        let block = &plain[start..start + size];
+        let two = with_sizes(&size.to_string()).replace(
+            "end of trees",
+            &format!("{}end of trees", block.replace("Tree=0", "Tree=1")),
+        );
+        assert_eq!(Ensemble::from_model_text(&two).unwrap().trees.len(), 2);
     }
 
     #[test]
