@@ -175,6 +175,11 @@ def test_interactions_object() -> None:
     assert [abs(v) for _, v in top] == sorted((abs(v) for v in iv.values.values()), reverse=True)[
         :3
     ]
+    assert iv.top(0) == []
+    with pytest.raises(InvalidArgumentError, match="k must be at least 0, got -1"):
+        iv.top(-1)
+    with pytest.raises(InvalidTypeError, match="k must be an int, got float"):
+        iv.top(1.5)
     ends = game(np.array([[False] * 5, [True] * 5]))
     assert sum(iv.values.values()) == pytest.approx(ends[1] - ends[0])  # k-SII efficiency
     np.testing.assert_allclose(

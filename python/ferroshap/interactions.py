@@ -17,6 +17,7 @@ import numpy as np
 from ferroshap import _core
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.games import RawGame
+from ferroshap.validation import check_int
 
 __all__ = ["INDICES", "PLOT_KINDS", "Interactions", "exact_interactions"]
 
@@ -147,10 +148,9 @@ class Interactions:
         >>> iv.top(2)
         [((1,), -3.0), ((2,), 2.0)]
         """
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
-            raise InvalidArgumentError(f"k must be a non-negative int, got {k!r}")
+        k = check_int(k, "k", 0)
         ranked = sorted(self.values.items(), key=lambda item: (-abs(item[1]), len(item[0])))
-        return ranked[: int(k)]
+        return ranked[:k]
 
     def shapley_values(self) -> np.ndarray:
         """Shapley values ``[n_players]`` of the whole surrogate (not of the truncated values).
@@ -270,10 +270,7 @@ class Interactions:
             raise InvalidArgumentError(
                 f"kind must be one of {', '.join(map(repr, PLOT_KINDS))}; got {kind!r}"
             )
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise InvalidTypeError(f"k must be an int, got {type(k).__name__}")
-        if k < 1:
-            raise InvalidArgumentError(f"k must be at least 1, got {k}")
+        k = check_int(k, "k", 1)
         if kind == "network" and self.max_order < 2:
             raise InvalidArgumentError(
                 f"kind='network' draws pairwise interactions, but these {self.index} values "
@@ -287,8 +284,8 @@ class Interactions:
                 "(or matplotlib)"
             ) from err
         if kind == "bar":
-            return self._plot_bar(plt, int(k), ax)
-        return self._plot_network(plt, int(k), ax)
+            return self._plot_bar(plt, k, ax)
+        return self._plot_network(plt, k, ax)
 
     def _label(self, key: Key) -> str:
         """A key as its feature names joined by ``" x "``, or as the tuple."""
