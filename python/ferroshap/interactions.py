@@ -235,8 +235,7 @@ class Interactions:
             "value": pl.Series("value", list(self.values.values()), pl.Float64),
         }
         if self.feature_names is not None:
-            names = self.feature_names
-            columns["features"] = [" x ".join(names[i] for i in k) for k in keys]
+            columns["features"] = [self._label(k) for k in keys]
         return pl.DataFrame(columns)
 
     def plot(self, k: int = 10, ax: Any = None, kind: str = "bar") -> Any:

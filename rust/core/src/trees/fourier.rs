@@ -22,8 +22,8 @@ use crate::error::{CoreError, Result};
 use crate::sparse::{Basis, Key, SparseFunction};
 use crate::trees::lightgbm::{Child, Ensemble, Tree};
 
-/// Most distinct features one tree may split on (local keys are `u128` bit sets).
-pub const MAX_TREE_FEATURES: usize = 128;
+/// Most distinct features one tree may split on (local keys are [`Bits`]).
+pub const MAX_TREE_FEATURES: usize = Bits::CAPACITY;
 
 /// Most coefficients one subtree's spectrum may hold (`2^22`).
 const MAX_TREE_TERMS: usize = 1 << 22;
@@ -37,18 +37,10 @@ const MAX_TREE_TERMS: usize = 1 << 22;
 struct Bits([u64; 2]);
 
 impl Bits {
+    /// Most players a set can hold.
+    const CAPACITY: usize = 128;
+
     const EMPTY: Bits = Bits([0; 2]);
-
-    /// The set `{player}`.
-    fn single(player: usize) -> Self {
-        let mut words = [0; 2];
-        words[player / 64] = 1 << (63 - player % 64);
-        Self(words)
-    }
-
-    fn union(self, other: Bits) -> Self {
-        Self([self.0[0] | other.0[0], self.0[1] | other.0[1]])
-    }
 
     fn contains(self, player: usize) -> bool {
         self.0[player / 64] & 1 << (63 - player % 64) != 0
@@ -100,7 +92,7 @@ type Spectrum<K> = Vec<Term<K>>;
 type Run<'a, K> = ((usize, usize), &'a [Term<K>]);
 
 /// Global keys a tree's local spectrum maps to.
-trait GlobalKey: Ord + Hash + Clone + Send + Sync + Sized {
+trait GlobalKey: Ord + Hash + Clone + Send + Sync {
     /// The key holding `features[j]` for each player `j` of the local set (`features` sorted,
     /// so the map keeps [`Key`]'s order).
     fn from_local(local: Bits, features: &[u32]) -> Self;
@@ -118,9 +110,10 @@ trait GlobalKey: Ord + Hash + Clone + Send + Sync + Sized {
 /// Players `< 128`: the global key is itself a bit set.
 impl GlobalKey for Bits {
     fn from_local(local: Bits, features: &[u32]) -> Self {
-        local.players().fold(Bits::EMPTY, |acc, j| {
-            acc.union(Bits::single(features[j] as usize))
-        })
+        // `features` are distinct, so toggling adds each player once.
+        local
+            .players()
+            .fold(Bits::EMPTY, |acc, j| acc.toggle(features[j] as usize))
     }
 
     fn first(&self) -> Option<usize> {
@@ -162,7 +155,7 @@ impl GlobalKey for Key {
 /// Errors (argument `model`) for a split on a feature `≥ n_players`, a tree splitting on more
 /// than [`MAX_TREE_FEATURES`] features or with a spectrum above `2^22` terms.
 pub fn ensemble_fourier(ensemble: &Ensemble, n_players: usize) -> Result<SparseFunction> {
-    let terms: Vec<(Key, f64)> = if n_players <= 128 {
+    let terms: Vec<(Key, f64)> = if n_players <= Bits::CAPACITY {
         sum_trees::<Bits>(&ensemble.trees, n_players)?
             .into_par_iter()
             .map(|(k, c)| (k.into_key(), c))
@@ -529,7 +522,7 @@ mod tests {
             b in proptest::collection::btree_set(0u32..128, 0..6),
         ) {
             let bits = |s: &std::collections::BTreeSet<u32>| {
-                s.iter().fold(Bits::EMPTY, |acc, &p| acc.union(Bits::single(p as usize)))
+                s.iter().fold(Bits::EMPTY, |acc, &p| acc.toggle(p as usize))
             };
             let keys = |s: &std::collections::BTreeSet<u32>| {
                 Key::from_sorted(&s.iter().copied().collect::<Vec<_>>())
