@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use std::hash::BuildHasher;
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
+use smallvec::SmallVec;
 
 use crate::error::{CoreError, Result};
 
@@ -22,24 +23,35 @@ use crate::error::{CoreError, Result};
 /// the thread count).
 const ROW_BLOCK: usize = 256;
 
+/// Players a [`Key`] holds without a heap allocation.
+const INLINE_PLAYERS: usize = 4;
+
 /// A subset of players: sorted, distinct indices.
 ///
 /// Keys order by size first, then lexicographically, so sorted output lists ∅, the singletons,
 /// the pairs, … Hashing and equality agree with `[u32]`, so maps can be probed with a borrowed
-/// slice and no allocation.
+/// slice and no allocation. Keys of up to four players live inline: spectra hold hundreds of
+/// thousands of low-order keys, and allocating (and freeing) each one would dominate building
+/// them.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Key(Box<[u32]>);
+pub struct Key(SmallVec<[u32; INLINE_PLAYERS]>);
 
 impl Key {
     /// The empty set.
     pub fn empty() -> Self {
-        Self(Box::new([]))
+        Self(SmallVec::new())
     }
 
     /// A key from player indices that are already sorted and distinct.
     pub fn from_sorted(players: &[u32]) -> Self {
+        Self::from_sorted_iter(players.iter().copied())
+    }
+
+    /// [`Key::from_sorted`] from an iterator of sorted, distinct players.
+    pub(crate) fn from_sorted_iter(players: impl IntoIterator<Item = u32>) -> Self {
+        let players: SmallVec<[u32; INLINE_PLAYERS]> = players.into_iter().collect();
         debug_assert!(players.windows(2).all(|w| w[0] < w[1]));
-        Self(players.into())
+        Self(players)
     }
 
     /// A key from any player indices: sorts them and rejects repeats and players `≥ n_players`.
@@ -57,7 +69,7 @@ impl Key {
                 format!("player {p} is out of range for n_players = {n_players}"),
             ));
         }
-        Ok(Self(players.into_boxed_slice()))
+        Ok(Self(SmallVec::from_slice(&players)))
     }
 
     /// The players, sorted.

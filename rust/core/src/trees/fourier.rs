@@ -1,101 +1,88 @@
-//! Exact Fourier transform of a tree ensemble on 0/1 inputs (spec proxyspex §5).
+//! Exact Fourier transform of a tree ensemble on 0/1 inputs (spec proxyspex §5.2).
 //!
-//! A split on feature `i` with children `C0` (taken at `x_i = 0`) and `C1` (at `x_i = 1`) is
-//! `(C0 + C1)/2 + (−1)^{x_i} (C0 − C1)/2`, so its spectrum is, with `⊕` the symmetric difference,
-//! `F[K] += (a + c)/2` and `F[K ⊕ {i}] += (a − c)/2` over the children's coefficients. XOR (not
-//! union) and accumulation (not assignment) keep it exact when a feature repeats on a path.
-//! A split that sends 0 and 1 the same way is a pass-through.
+//! A leaf `ℓ` with value `v` is reached when its path's distinct features `P` take the values the
+//! path fixes; that indicator is `Π_{i∈P} (1 + σ_i (−1)^{x_i})/2` with `σ_i = +1` for a path
+//! through `x_i = 0` and `−1` through `x_i = 1`, so the tree's spectrum is
+//! `F[K] = Σ_{ℓ: K ⊆ P_ℓ} v_ℓ 2^{−|P_ℓ|} Π_{i∈K} σ_{ℓ,i}`. A feature that repeats on a path in
+//! the same direction counts once; in opposite directions the leaf is unreachable. A split that
+//! sends 0 and 1 the same way is a pass-through. Two sibling leaves expand together, as
+//! `(v0 + v1)/2 + (v0 − v1)/2 (−1)^{x_i}` times their parent's path, which halves the work.
 //!
-//! A tree's spectrum is kept sorted in [`Key`]'s order, over bit sets of the tree's own
-//! features, so combining children is a linear merge and mapping to global players keeps the
-//! order. Trees are transformed in parallel and summed per group of keys in tree order, so the
-//! result does not depend on the thread count. Global keys are bit sets too when the game has at
-//! most 128 players.
+//! Trees are expanded in parallel, each summed in a hash table over bit sets: of the players
+//! themselves when the game has at most 128, else of the tree's own features. Their terms are
+//! sorted into buckets of global keys by (size, smallest player), the leading part of [`Key`]'s
+//! order, and every bucket is summed in tree order and then sorted, so the result does not
+//! depend on the thread count.
 
 use std::cmp::Ordering;
 use std::hash::Hash;
 
 use rayon::prelude::*;
-use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::error::{CoreError, Result};
 use crate::sparse::{Basis, Key, SparseFunction};
 use crate::trees::lightgbm::{Child, Ensemble, Tree};
+use crate::trees::sums::Sums;
 
 /// Most distinct features one tree may split on (local keys are [`Bits`]).
 pub const MAX_TREE_FEATURES: usize = Bits::CAPACITY;
 
-/// Most coefficients one subtree's spectrum may hold (`2^22`).
-const MAX_TREE_TERMS: usize = 1 << 22;
+/// Most distinct features on one root-to-leaf path: a leaf expands into `2^d` terms.
+const MAX_PATH_FEATURES: usize = 22;
 
-/// A set of at most 128 players as a bit set, ordered like [`Key`]: by size, then
-/// lexicographically by sorted players.
-///
-/// Player `p` is bit `63 − p % 64` of word `p / 64`, so of two sets of one size the one holding
-/// the smallest player of their symmetric difference has the larger words and comes first.
+/// Most terms one tree's leaves may expand into.
+const MAX_TREE_TERMS: usize = 1 << MAX_PATH_FEATURES;
+
+/// A set of at most 128 players as the bits of a `u128`, player `p` at bit `127 − p`: of two
+/// sets of one size, the larger number holds the smallest player of their symmetric difference
+/// and comes first in [`Key`]'s order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Bits([u64; 2]);
+struct Bits(u128);
 
 impl Bits {
     /// Most players a set can hold.
     const CAPACITY: usize = 128;
 
-    const EMPTY: Bits = Bits([0; 2]);
+    const EMPTY: Bits = Bits(0);
 
-    fn contains(self, player: usize) -> bool {
-        self.0[player / 64] & 1 << (63 - player % 64) != 0
+    /// The set `{player}`.
+    fn single(player: usize) -> Self {
+        Self(1 << (127 - player))
     }
 
-    /// The set with `player` toggled; adding (or removing) one player to every set of a sorted
-    /// run leaves the run sorted.
-    fn toggle(self, player: usize) -> Self {
-        let mut words = self.0;
-        words[player / 64] ^= 1 << (63 - player % 64);
-        Self(words)
+    fn contains(self, player: usize) -> bool {
+        self.0 & Self::single(player).0 != 0
+    }
+
+    fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
     }
 
     /// The players, ascending.
     fn players(self) -> impl Iterator<Item = usize> {
-        self.0.into_iter().enumerate().flat_map(|(w, mut word)| {
-            std::iter::from_fn(move || {
-                (word != 0).then(|| {
-                    let bit = word.leading_zeros() as usize;
-                    word &= !(1 << (63 - bit));
-                    64 * w + bit
-                })
+        let mut rest = self.0;
+        std::iter::from_fn(move || {
+            (rest != 0).then(|| {
+                let player = rest.leading_zeros() as usize;
+                rest ^= Self::single(player).0;
+                player
             })
         })
-    }
-}
-
-impl Ord for Bits {
-    fn cmp(&self, other: &Self) -> Ordering {
-        GlobalKey::size(self)
-            .cmp(&GlobalKey::size(other))
-            .then_with(|| other.0.cmp(&self.0))
-    }
-}
-
-impl PartialOrd for Bits {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
     }
 }
 
 /// A key and its coefficient.
 type Term<K> = (K, f64);
 
-/// A sorted spectrum without exact zeros.
-type Spectrum<K> = Vec<Term<K>>;
+/// The keys of the summed spectrum.
+trait GlobalKey: Hash + Eq + Send {
+    /// Whether a tree's bit sets hold the players themselves; otherwise bit `j` stands for the
+    /// tree's `j`-th smallest feature.
+    const PLAYERS_ARE_BITS: bool;
 
-/// Consecutive terms of one tree's spectrum whose keys share a group: (size, smallest player).
-type Run<'a, K> = ((usize, usize), &'a [Term<K>]);
-
-/// Global keys a tree's local spectrum maps to.
-trait GlobalKey: Ord + Hash + Clone + Send + Sync {
-    /// The key holding `features[j]` for each player `j` of the local set (`features` sorted,
-    /// so the map keeps [`Key`]'s order).
-    fn from_local(local: Bits, features: &[u32]) -> Self;
+    /// The key of a tree's bit set, whose bit `j` stands for `features[j]` unless
+    /// [`Self::PLAYERS_ARE_BITS`].
+    fn from_bits(bits: Bits, features: &[u32]) -> Self;
 
     /// The smallest player (`None` for the empty set).
     fn first(&self) -> Option<usize>;
@@ -103,37 +90,43 @@ trait GlobalKey: Ord + Hash + Clone + Send + Sync {
     /// Number of players.
     fn size(&self) -> usize;
 
+    /// [`Key`]'s order between two keys of one size.
+    fn cmp_same_size(&self, other: &Self) -> Ordering;
+
     /// As a [`Key`].
     fn into_key(self) -> Key;
 }
 
-/// Players `< 128`: the global key is itself a bit set.
+/// Players `< 128`: bit sets throughout.
 impl GlobalKey for Bits {
-    fn from_local(local: Bits, features: &[u32]) -> Self {
-        // `features` are distinct, so toggling adds each player once.
-        local
-            .players()
-            .fold(Bits::EMPTY, |acc, j| acc.toggle(features[j] as usize))
+    const PLAYERS_ARE_BITS: bool = true;
+
+    fn from_bits(bits: Bits, _features: &[u32]) -> Self {
+        bits
     }
 
     fn first(&self) -> Option<usize> {
-        self.players().next()
+        (self.0 != 0).then(|| self.0.leading_zeros() as usize)
     }
 
     fn size(&self) -> usize {
-        self.0[0].count_ones() as usize + self.0[1].count_ones() as usize
+        self.0.count_ones() as usize
+    }
+
+    fn cmp_same_size(&self, other: &Self) -> Ordering {
+        other.0.cmp(&self.0)
     }
 
     fn into_key(self) -> Key {
-        let players: Vec<u32> = self.players().map(|p| p as u32).collect();
-        Key::from_sorted(&players)
+        Key::from_sorted_iter(self.players().map(|p| p as u32))
     }
 }
 
 impl GlobalKey for Key {
-    fn from_local(local: Bits, features: &[u32]) -> Self {
-        let players: Vec<u32> = local.players().map(|j| features[j]).collect();
-        Key::from_sorted(&players)
+    const PLAYERS_ARE_BITS: bool = false;
+
+    fn from_bits(bits: Bits, features: &[u32]) -> Self {
+        Key::from_sorted_iter(bits.players().map(|j| features[j]))
     }
 
     fn first(&self) -> Option<usize> {
@@ -142,6 +135,10 @@ impl GlobalKey for Key {
 
     fn size(&self) -> usize {
         self.order()
+    }
+
+    fn cmp_same_size(&self, other: &Self) -> Ordering {
+        self.cmp(other)
     }
 
     fn into_key(self) -> Key {
@@ -153,13 +150,11 @@ impl GlobalKey for Key {
 /// `x ∈ {0,1}^n_players`; their synthesis reproduces the model's raw prediction on every mask.
 ///
 /// Errors (argument `model`) for a split on a feature `≥ n_players`, a tree splitting on more
-/// than [`MAX_TREE_FEATURES`] features or with a spectrum above `2^22` terms.
+/// than [`MAX_TREE_FEATURES`] features, a leaf whose path fixes more than 22 features or a tree
+/// whose leaves expand into more than `2^22` terms.
 pub fn ensemble_fourier(ensemble: &Ensemble, n_players: usize) -> Result<SparseFunction> {
-    let terms: Vec<(Key, f64)> = if n_players <= Bits::CAPACITY {
+    let terms = if n_players <= Bits::CAPACITY {
         sum_trees::<Bits>(&ensemble.trees, n_players)?
-            .into_par_iter()
-            .map(|(k, c)| (k.into_key(), c))
-            .collect()
     } else {
         sum_trees::<Key>(&ensemble.trees, n_players)?
     };
@@ -170,101 +165,98 @@ pub fn ensemble_fourier(ensemble: &Ensemble, n_players: usize) -> Result<SparseF
     ))
 }
 
-/// The summed spectrum of `trees`.
+/// Buckets of global keys by size and smallest player (in ranges of `2^shift` players), numbered
+/// in [`Key`]'s order.
+struct Buckets {
+    /// Buckets per key size.
+    per_size: usize,
+    /// Smallest players `p` with the same `p >> shift` share a bucket.
+    shift: u32,
+}
+
+impl Buckets {
+    /// At most this many buckets per key size.
+    const MAX_PER_SIZE: usize = 128;
+
+    fn new(n_players: usize) -> Self {
+        let shift = n_players
+            .div_ceil(Self::MAX_PER_SIZE)
+            .next_power_of_two()
+            .trailing_zeros();
+        Self {
+            per_size: ((n_players.max(1) - 1) >> shift) + 1,
+            shift,
+        }
+    }
+
+    /// Number of buckets (key sizes `0..=MAX_PATH_FEATURES`).
+    fn len(&self) -> usize {
+        (MAX_PATH_FEATURES + 1) * self.per_size
+    }
+
+    fn of<K: GlobalKey>(&self, key: &K) -> usize {
+        key.size() * self.per_size + (key.first().unwrap_or(0) >> self.shift)
+    }
+}
+
+/// The summed spectrum of `trees`, sorted by key.
 ///
-/// Keys are grouped by size and smallest player (the leading part of [`Key`]'s order). Each
-/// tree's sorted spectrum is a sequence of such groups; every group is summed, in parallel over
-/// groups, from its runs in tree order, so every coefficient is the same sum in the same order
-/// whatever the number of threads.
-fn sum_trees<K: GlobalKey>(trees: &[Tree], n_players: usize) -> Result<Spectrum<K>> {
-    let spectra: Vec<Spectrum<K>> = trees
-        .par_iter()
-        .map(|tree| {
-            let (features, local) = tree_fourier(tree, n_players)?;
-            Ok(local
-                .into_iter()
-                .map(|(k, c)| (K::from_local(k, &features), c))
-                .collect())
+/// Trees are expanded in parallel chunks; each chunk sorts its terms into [`Buckets`] in tree
+/// order. Every bucket then sums its terms, chunk by chunk, so every coefficient is the same sum
+/// in the same order whatever the number of threads, and is sorted on its own.
+fn sum_trees<K: GlobalKey>(trees: &[Tree], n_players: usize) -> Result<Vec<(Key, f64)>> {
+    let buckets = Buckets::new(n_players);
+    let chunk = trees
+        .len()
+        .div_ceil(4 * rayon::current_num_threads())
+        .max(1);
+    let chunks: Vec<Vec<Vec<Term<K>>>> = trees
+        .par_chunks(chunk)
+        .map_init(Sums::new, |tree_terms, trees| {
+            let mut out: Vec<Vec<Term<K>>> = (0..buckets.len()).map(|_| Vec::new()).collect();
+            for tree in trees {
+                let features = expand_tree::<K>(tree, n_players, tree_terms)?;
+                for (bits, c) in tree_terms.drain() {
+                    if c != 0.0 {
+                        let key = K::from_bits(Bits(bits), &features);
+                        out[buckets.of(&key)].push((key, c));
+                    }
+                }
+            }
+            Ok(out)
         })
         .collect::<Result<_>>()?;
-    let group = |k: &K| (k.size(), k.first().unwrap_or(0));
-    let mut runs: Vec<Run<K>> = spectra
-        .par_iter()
-        .flat_map_iter(|spectrum| {
-            spectrum
-                .chunk_by(|a, b| group(&a.0) == group(&b.0))
-                .map(|run| (group(&run[0].0), run))
-        })
-        .collect();
-    runs.par_sort_by_key(|run| run.0); // stable: runs of one group stay in tree order
-    let sums: Vec<Spectrum<K>> = runs
-        .chunk_by(|a, b| a.0 == b.0)
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .map(|runs| {
-            let len = runs.iter().map(|run| run.1.len()).sum();
-            let mut map: FxHashMap<K, f64> =
-                FxHashMap::with_capacity_and_hasher(len, FxBuildHasher);
-            for (k, c) in runs.iter().flat_map(|run| run.1) {
-                *map.entry(k.clone()).or_insert(0.0) += c;
+    let mut by_bucket: Vec<Vec<Vec<Term<K>>>> = (0..buckets.len()).map(|_| Vec::new()).collect();
+    for chunk in chunks {
+        for (bucket, terms) in by_bucket.iter_mut().zip(chunk) {
+            if !terms.is_empty() {
+                bucket.push(terms);
             }
-            let mut terms: Spectrum<K> = map.into_iter().filter(|t| t.1 != 0.0).collect();
-            terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            terms
+        }
+    }
+    by_bucket.retain(|parts| !parts.is_empty());
+    let sums: Vec<Vec<(Key, f64)>> = by_bucket
+        .into_par_iter()
+        .map_init(Sums::new, |sums, parts| {
+            for (k, c) in parts.into_iter().flatten() {
+                sums.add(k, c);
+            }
+            let mut terms: Vec<Term<K>> = sums.drain().filter(|t| t.1 != 0.0).collect();
+            terms.sort_unstable_by(|a, b| a.0.cmp_same_size(&b.0));
+            terms.into_iter().map(|(k, c)| (k.into_key(), c)).collect()
         })
         .collect();
     Ok(sums.into_iter().flatten().collect())
 }
 
-/// Walks two runs sorted by key in one linear merge, calling `emit(key, a's value, b's value)`
-/// once per distinct key, in order.
-fn merge_by<K: Ord, A, B>(
-    a: Vec<(K, A)>,
-    b: Vec<(K, B)>,
-    mut emit: impl FnMut(K, Option<A>, Option<B>),
-) {
-    let (mut a, mut b) = (a.into_iter(), b.into_iter());
-    let (mut x, mut y) = (a.next(), b.next());
-    loop {
-        let order = match (&x, &y) {
-            (Some(p), Some(q)) => p.0.cmp(&q.0),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => return,
-        };
-        let left = if order.is_le() {
-            std::mem::replace(&mut x, a.next())
-        } else {
-            None
-        };
-        let right = if order.is_ge() {
-            std::mem::replace(&mut y, b.next())
-        } else {
-            None
-        };
-        match (left, right) {
-            (Some((k, u)), right) => emit(k, Some(u), right.map(|t| t.1)),
-            (None, Some((k, v))) => emit(k, None, Some(v)),
-            (None, None) => return,
-        }
-    }
-}
-
-/// One tree's spectrum over its local features (sorted global indices; local player `j` is
-/// `features[j]`), by the XOR recursion from the deepest node up.
-fn tree_fourier(tree: &Tree, n_players: usize) -> Result<(Vec<u32>, Spectrum<Bits>)> {
-    let leaf = |l: usize| -> Spectrum<Bits> {
-        let v = tree.leaf_values[l];
-        if v == 0.0 {
-            Vec::new()
-        } else {
-            vec![(Bits::EMPTY, v)]
-        }
-    };
-    if tree.splits.is_empty() {
-        return Ok((Vec::new(), leaf(0)));
-    }
-    let mut features: Vec<u32> = Vec::new();
+/// One tree's spectrum, added into `terms` over bit sets of players or, unless
+/// [`GlobalKey::PLAYERS_ARE_BITS`], of the returned features (sorted distinct players).
+fn expand_tree<K: GlobalKey>(
+    tree: &Tree,
+    n_players: usize,
+    terms: &mut Sums<u128>,
+) -> Result<Vec<u32>> {
+    let mut features: Vec<u32> = Vec::with_capacity(tree.splits.len());
     for split in &tree.splits {
         if split.feature >= n_players {
             return Err(CoreError::invalid(
@@ -289,71 +281,122 @@ fn tree_fourier(tree: &Tree, n_players: usize) -> Result<(Vec<u32>, Spectrum<Bit
             ),
         ));
     }
-    // Children always have larger indices than their parent: fill from the last node back.
-    let mut done: Vec<Option<Spectrum<Bits>>> = vec![None; tree.splits.len()];
-    for (i, split) in tree.splits.iter().enumerate().rev() {
-        let mut take = |c: Child| match c {
-            Child::Leaf(l) => leaf(l),
-            Child::Node(j) => done[j].take().unwrap_or_default(),
-        };
-        let (c0, c1) = (split.route(0.0), split.route(1.0));
-        let spectrum = if c0 == c1 {
-            take(c0)
+    let bit = |node: usize| {
+        let feature = tree.splits[node].feature;
+        if K::PLAYERS_ARE_BITS {
+            feature
         } else {
-            let (a, c) = (take(c0), take(c1));
-            let local = features.partition_point(|&f| f < split.feature as u32);
-            combine(a, c, local)?
+            features.partition_point(|&f| (f as usize) < feature)
+        }
+    };
+    let mut expanded = 0;
+    // Depth first: a child, the features its path fixes and those it fixes to 1.
+    let root = if tree.splits.is_empty() {
+        Child::Leaf(0)
+    } else {
+        Child::Node(0)
+    };
+    let mut stack = vec![(root, Bits::EMPTY, Bits::EMPTY)];
+    while let Some((child, fixed, ones)) = stack.pop() {
+        let node = match child {
+            Child::Leaf(l) => {
+                let value = tree.leaf_values[l];
+                expand_path(fixed, ones, value, None, terms, &mut expanded)?;
+                continue;
+            }
+            Child::Node(i) => i,
         };
-        done[i] = Some(spectrum);
+        let split = &tree.splits[node];
+        let (to0, to1) = (split.route(0.0), split.route(1.0));
+        let player = bit(node);
+        if to0 == to1 {
+            stack.push((to0, fixed, ones));
+        } else if fixed.contains(player) {
+            let taken = if ones.contains(player) { to1 } else { to0 };
+            stack.push((taken, fixed, ones));
+        } else if let (Child::Leaf(l0), Child::Leaf(l1)) = (to0, to1) {
+            // Two leaves: `v0 [x = 0] + v1 [x = 1] = (v0 + v1)/2 + (v0 − v1)/2 (−1)^x`.
+            let (v0, v1) = (tree.leaf_values[l0], tree.leaf_values[l1]);
+            let difference = (player, 0.5 * (v0 - v1));
+            let mean = 0.5 * (v0 + v1);
+            expand_path(fixed, ones, mean, Some(difference), terms, &mut expanded)?;
+        } else {
+            let fixed = fixed.union(Bits::single(player));
+            stack.push((to1, fixed, ones.union(Bits::single(player))));
+            stack.push((to0, fixed, ones));
+        }
     }
-    Ok((features, done[0].take().unwrap_or_default()))
+    Ok(features)
 }
 
-/// `F[K] += (a + c)/2`, `F[K ⊕ {player}] += (a − c)/2`, as linear merges of sorted runs.
-fn combine(a: Spectrum<Bits>, c: Spectrum<Bits>, player: usize) -> Result<Spectrum<Bits>> {
-    let mut sum = Vec::with_capacity(a.len() + c.len());
-    // Halved differences at the toggled keys: those that gain `player` and those that lose
-    // it each stay sorted.
-    let (mut gain, mut lose) = (Vec::with_capacity(a.len() + c.len()), Vec::new());
-    merge_by(a, c, |k, u, v| {
-        let (u, v) = (u.unwrap_or(0.0), v.unwrap_or(0.0));
-        sum.push((k, 0.5 * (u + v)));
-        let difference = (k.toggle(player), 0.5 * (u - v));
-        if k.contains(player) {
-            lose.push(difference);
-        } else {
-            gain.push(difference);
-        }
-    });
-    let toggled = if lose.is_empty() {
-        gain
-    } else {
-        let mut toggled = Vec::with_capacity(gain.len() + lose.len());
-        merge_by(gain, lose, |k, u, v| {
-            toggled.push((k, u.or(v).unwrap_or(0.0)))
-        });
-        toggled
-    };
-    let mut out = Vec::with_capacity(sum.len() + toggled.len());
-    merge_by(sum, toggled, |k, u, v| {
-        let value = u.unwrap_or(0.0) + v.unwrap_or(0.0);
-        if value != 0.0 {
-            out.push((k, value));
-        }
-    });
-    if out.len() > MAX_TREE_TERMS {
+/// Adds `Π_{i∈fixed} (1 + σ_i (−1)^{x_i})/2 · (value + c (−1)^{x_p})` to `terms`, `σ_i = −1`
+/// for `i ∈ ones` and `(p, c) = parity` (`p ∉ fixed`), and counts the terms into `expanded`.
+///
+/// Errors, before adding anything, for a non-zero product over more than [`MAX_PATH_FEATURES`]
+/// features or once the tree's count passes [`MAX_TREE_TERMS`].
+fn expand_path(
+    fixed: Bits,
+    ones: Bits,
+    value: f64,
+    parity: Option<(usize, f64)>,
+    terms: &mut Sums<u128>,
+    expanded: &mut usize,
+) -> Result<()> {
+    let parity = parity.filter(|&(_, c)| c != 0.0);
+    let products = usize::from(value != 0.0) + usize::from(parity.is_some());
+    if products == 0 {
+        return Ok(());
+    }
+    let depth = fixed.0.count_ones() as usize;
+    if depth > MAX_PATH_FEATURES {
         return Err(CoreError::invalid(
             "model",
-            format!("a tree's exact spectrum exceeds {MAX_TREE_TERMS} terms; use shallower trees"),
+            format!(
+                "a leaf's path fixes {depth} distinct features; the exact transform expands a \
+                 leaf into 2^d terms and supports d <= {MAX_PATH_FEATURES}; use shallower trees"
+            ),
         ));
     }
-    Ok(out)
+    *expanded += products << depth;
+    if *expanded > MAX_TREE_TERMS {
+        return Err(CoreError::invalid(
+            "model",
+            format!(
+                "a tree's leaves expand into more than {MAX_TREE_TERMS} terms; use shallower \
+                 trees"
+            ),
+        ));
+    }
+    let mut players = [0; MAX_PATH_FEATURES];
+    for (slot, player) in players.iter_mut().zip(fixed.players()) {
+        *slot = player;
+    }
+    // Subsets in Gray-code order: each step toggles one player and flips the sign when that
+    // player's path goes through `x = 1`.
+    let (mut key, mut sign) = (0u128, 1.0 / (1u64 << depth) as f64);
+    for step in 0..1usize << depth {
+        if step > 0 {
+            let player = players[step.trailing_zeros() as usize];
+            key ^= Bits::single(player).0;
+            if ones.contains(player) {
+                sign = -sign;
+            }
+        }
+        if value != 0.0 {
+            terms.add(key, sign * value);
+        }
+        if let Some((p, c)) = parity {
+            terms.add(key | Bits::single(p).0, sign * c);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::trees::lightgbm::{MissingType, Split};
+    use proptest::strategy::Strategy;
 
     fn split(feature: usize, left: Child, right: Child) -> Split {
         Split {
@@ -515,20 +558,76 @@ mod tests {
         assert_eq!(single, narrow);
     }
 
+    #[test]
+    fn deep_paths_are_refused_before_expanding() {
+        // A chain: node i splits on feature i, x_i = 0 goes to leaf i, x_i = 1 deeper.
+        let chain = |depth: usize, leaf: fn(usize) -> f64| Tree {
+            splits: (0..depth)
+                .map(|i| {
+                    let right = if i + 1 < depth {
+                        Child::Node(i + 1)
+                    } else {
+                        Child::Leaf(depth)
+                    };
+                    split(i, Child::Leaf(i), right)
+                })
+                .collect(),
+            leaf_values: (0..=depth).map(leaf).collect(),
+        };
+        let transform = |tree: Tree| {
+            let ensemble = Ensemble {
+                n_features: 30,
+                trees: vec![tree],
+            };
+            ensemble_fourier(&ensemble, 30)
+        };
+        check_all_masks(chain(10, |l| l as f64 + 1.0), 10);
+        // The last pair alone fixes 21 features: 2^22 terms, plus the other leaves'.
+        let err = transform(chain(22, |l| l as f64 + 1.0))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than 4194304 terms"), "{err}");
+        // Only the deepest leaf is non-zero; its pair fixes 24 features.
+        let err = transform(chain(25, |l| if l == 25 { 1.0 } else { 0.0 }))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("fixes 24 distinct features"), "{err}");
+    }
+
+    fn key(players: &std::collections::BTreeSet<u32>) -> Key {
+        Key::from_sorted(&players.iter().copied().collect::<Vec<_>>())
+    }
+
     proptest::proptest! {
         #[test]
         fn bit_sets_order_like_keys(
-            a in proptest::collection::btree_set(0u32..128, 0..6),
-            b in proptest::collection::btree_set(0u32..128, 0..6),
+            (a, b) in (0usize..6).prop_flat_map(|k| {
+                let set = proptest::collection::btree_set(0u32..128, k);
+                (set.clone(), set)
+            }),
         ) {
             let bits = |s: &std::collections::BTreeSet<u32>| {
-                s.iter().fold(Bits::EMPTY, |acc, &p| acc.toggle(p as usize))
+                s.iter().fold(Bits::EMPTY, |acc, &p| acc.union(Bits::single(p as usize)))
             };
-            let keys = |s: &std::collections::BTreeSet<u32>| {
-                Key::from_sorted(&s.iter().copied().collect::<Vec<_>>())
+            proptest::prop_assert_eq!(bits(&a).cmp_same_size(&bits(&b)), key(&a).cmp(&key(&b)));
+            proptest::prop_assert_eq!(bits(&a).into_key(), key(&a));
+        }
+
+        #[test]
+        fn buckets_follow_key_order(
+            n in 1usize..2000,
+            a in proptest::collection::btree_set(0u32..2000, 0..6),
+            b in proptest::collection::btree_set(0u32..2000, 0..6),
+        ) {
+            let within = |s: std::collections::BTreeSet<u32>| {
+                key(&s.into_iter().map(|p| p % n as u32).collect())
             };
-            proptest::prop_assert_eq!(bits(&a).cmp(&bits(&b)), keys(&a).cmp(&keys(&b)));
-            proptest::prop_assert_eq!(bits(&a).into_key(), keys(&a));
+            let (a, b) = (within(a), within(b));
+            let buckets = Buckets::new(n);
+            proptest::prop_assert!(buckets.of(&a) < buckets.len());
+            if a < b {
+                proptest::prop_assert!(buckets.of(&a) <= buckets.of(&b));
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod fourier;
 pub mod lightgbm;
+mod sums;
 
 pub use fourier::ensemble_fourier;
 pub use lightgbm::Ensemble;
