@@ -203,7 +203,8 @@ impl Buckets {
 ///
 /// Trees are expanded in parallel chunks; each chunk sorts its terms into [`Buckets`] in tree
 /// order. Every bucket then sums its terms, chunk by chunk, so every coefficient is the same sum
-/// in the same order whatever the number of threads, and is sorted on its own.
+/// in the same order whatever the number of threads, and is sorted on its own
+/// ([`sum_buckets`]).
 fn sum_trees<K: GlobalKey>(trees: &[Tree], n_players: usize) -> Result<Vec<(Key, f64)>> {
     let buckets = Buckets::new(n_players);
     let chunk = trees
@@ -235,18 +236,47 @@ fn sum_trees<K: GlobalKey>(trees: &[Tree], n_players: usize) -> Result<Vec<(Key,
         }
     }
     by_bucket.retain(|parts| !parts.is_empty());
-    let sums: Vec<Vec<(Key, f64)>> = by_bucket
-        .into_par_iter()
-        .map_init(Sums::new, |sums, parts| {
-            for (k, c) in parts.into_iter().flatten() {
-                sums.add(k, c);
+    Ok(sum_buckets(by_bucket))
+}
+
+/// Each bucket's terms (in parts, in tree order) summed by key and sorted; buckets in order.
+///
+/// Consecutive buckets go in groups of similar work, each summed with one table: a table per
+/// bucket would spend more time allocating and growing than adding.
+fn sum_buckets<K: GlobalKey>(buckets: Vec<Vec<Vec<Term<K>>>>) -> Vec<(Key, f64)> {
+    let total: usize = buckets.iter().flatten().map(Vec::len).sum();
+    let per_group = total.div_ceil(8 * rayon::current_num_threads()).max(1);
+    let mut groups: Vec<Vec<Vec<Vec<Term<K>>>>> = Vec::new();
+    let mut filled = 0;
+    for parts in buckets {
+        let work: usize = parts.iter().map(Vec::len).sum();
+        match groups.last_mut() {
+            Some(group) if filled < per_group => group.push(parts),
+            _ => {
+                groups.push(vec![parts]);
+                filled = 0;
             }
-            let mut terms: Vec<Term<K>> = sums.drain().filter(|t| t.1 != 0.0).collect();
-            terms.sort_unstable_by(|a, b| a.0.cmp_same_size(&b.0));
-            terms.into_iter().map(|(k, c)| (k.into_key(), c)).collect()
+        }
+        filled += work;
+    }
+    let sums: Vec<Vec<(Key, f64)>> = groups
+        .into_par_iter()
+        .map(|group| {
+            let mut sums = Sums::new();
+            let mut terms: Vec<Term<K>> = Vec::new();
+            let mut out = Vec::with_capacity(group.iter().flatten().map(Vec::len).sum());
+            for parts in group {
+                for (k, c) in parts.into_iter().flatten() {
+                    sums.add(k, c);
+                }
+                terms.extend(sums.drain().filter(|t| t.1 != 0.0));
+                terms.sort_unstable_by(|a, b| a.0.cmp_same_size(&b.0));
+                out.extend(terms.drain(..).map(|(k, c)| (k.into_key(), c)));
+            }
+            out
         })
         .collect();
-    Ok(sums.into_iter().flatten().collect())
+    sums.into_iter().flatten().collect()
 }
 
 /// One tree's spectrum, added into `terms` over bit sets of players or, unless

@@ -115,13 +115,29 @@ fn header_field<'a>(header: &'a str, name: &str) -> Result<&'a str> {
         })
 }
 
-fn numbers<T: std::str::FromStr>(text: &str, name: &str, tree: usize) -> Result<Vec<T>> {
-    text.split_ascii_whitespace()
-        .map(|x| {
-            x.parse()
-                .map_err(|_| bad(format!("tree {tree}: cannot parse {name} value {x:?}")))
-        })
-        .collect()
+/// The whitespace-separated numbers of `text` (`expected` of them, as a capacity hint). A token
+/// equal to the one before is not parsed again: on 0/1 data every threshold is the same
+/// 22-character number.
+fn numbers<T: std::str::FromStr + Copy>(
+    text: &str,
+    name: &str,
+    tree: usize,
+    expected: usize,
+) -> Result<Vec<T>> {
+    // Tokens are at least two bytes apart, whatever the (untrusted) count says.
+    let mut out = Vec::with_capacity(expected.min(text.len() / 2 + 1));
+    let mut previous: Option<(&str, T)> = None;
+    for token in text.split_ascii_whitespace() {
+        let value = match previous {
+            Some((text, value)) if text == token => value,
+            _ => token
+                .parse()
+                .map_err(|_| bad(format!("tree {tree}: cannot parse {name} value {token:?}")))?,
+        };
+        out.push(value);
+        previous = Some((token, value));
+    }
+    Ok(out)
 }
 
 impl Ensemble {
@@ -222,9 +238,10 @@ impl<'a> TreeLines<'a> {
             .ok_or_else(|| bad(format!("tree {} has no {name} line", self.tree)))
     }
 
-    /// The whitespace-separated numbers of the line `name`.
-    fn numbers<T: std::str::FromStr>(&self, name: &str) -> Result<Vec<T>> {
-        numbers(self.get(name)?, name, self.tree)
+    /// The whitespace-separated numbers of the line `name` (`expected` of them, as a capacity
+    /// hint).
+    fn numbers<T: std::str::FromStr + Copy>(&self, name: &str, expected: usize) -> Result<Vec<T>> {
+        numbers(self.get(name)?, name, self.tree, expected)
     }
 }
 
@@ -262,7 +279,7 @@ fn parse_tree(block: &str, t: usize) -> Result<Tree> {
         .trim()
         .parse()
         .map_err(|_| bad(format!("tree {t}: num_leaves is not a positive integer")))?;
-    let leaf_values: Vec<f64> = lines.numbers("leaf_value")?;
+    let leaf_values: Vec<f64> = lines.numbers("leaf_value", num_leaves)?;
     if num_leaves == 0 || leaf_values.len() != num_leaves {
         return Err(bad(format!(
             "tree {t}: num_leaves = {num_leaves} but {} leaf values",
@@ -285,11 +302,11 @@ fn parse_tree(block: &str, t: usize) -> Result<Tree> {
         });
     }
     let internal = num_leaves - 1;
-    let features: Vec<usize> = lines.numbers("split_feature")?;
-    let thresholds: Vec<f64> = lines.numbers("threshold")?;
-    let decisions: Vec<u8> = lines.numbers("decision_type")?;
-    let lefts: Vec<i64> = lines.numbers("left_child")?;
-    let rights: Vec<i64> = lines.numbers("right_child")?;
+    let features: Vec<usize> = lines.numbers("split_feature", internal)?;
+    let thresholds: Vec<f64> = lines.numbers("threshold", internal)?;
+    let decisions: Vec<u8> = lines.numbers("decision_type", internal)?;
+    let lefts: Vec<i64> = lines.numbers("left_child", internal)?;
+    let rights: Vec<i64> = lines.numbers("right_child", internal)?;
     for (name, len) in [
         ("split_feature", features.len()),
         ("threshold", thresholds.len()),

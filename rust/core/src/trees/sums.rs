@@ -28,6 +28,7 @@ impl<K: Hash + Eq> Sums<K> {
     }
 
     /// Adds `value` to the sum for `key`.
+    #[inline]
     pub(super) fn add(&mut self, key: K, value: f64) {
         if 2 * (self.terms.len() + 1) > self.slots.len() {
             self.grow();
