@@ -75,7 +75,7 @@ impl Bits {
 type Term<K> = (K, f64);
 
 /// The keys of the summed spectrum.
-trait GlobalKey: Hash + Eq + Send {
+trait GlobalKey: Hash + Eq + Clone + Send + Sync {
     /// Whether a tree's bit sets hold the players themselves; otherwise bit `j` stands for the
     /// tree's `j`-th smallest feature.
     const PLAYERS_ARE_BITS: bool;
@@ -211,63 +211,94 @@ fn sum_trees<K: GlobalKey>(trees: &[Tree], n_players: usize) -> Result<Vec<(Key,
         .len()
         .div_ceil(4 * rayon::current_num_threads())
         .max(1);
-    let chunks: Vec<Vec<Vec<Term<K>>>> = trees
+    let chunks: Vec<BucketedTerms<K>> = trees
         .par_chunks(chunk)
         .map_init(Sums::new, |tree_terms, trees| {
-            let mut out: Vec<Vec<Term<K>>> = (0..buckets.len()).map(|_| Vec::new()).collect();
+            let (mut terms, mut ids) = (Vec::new(), Vec::new());
             for tree in trees {
                 let features = expand_tree::<K>(tree, n_players, tree_terms)?;
                 for (bits, c) in tree_terms.drain() {
                     if c != 0.0 {
                         let key = K::from_bits(Bits(bits), &features);
-                        out[buckets.of(&key)].push((key, c));
+                        ids.push(buckets.of(&key));
+                        terms.push((key, c));
                     }
                 }
             }
-            Ok(out)
+            Ok(BucketedTerms::new(terms, &ids, buckets.len()))
         })
         .collect::<Result<_>>()?;
-    let mut by_bucket: Vec<Vec<Vec<Term<K>>>> = (0..buckets.len()).map(|_| Vec::new()).collect();
-    for chunk in chunks {
-        for (bucket, terms) in by_bucket.iter_mut().zip(chunk) {
-            if !terms.is_empty() {
-                bucket.push(terms);
-            }
-        }
-    }
-    by_bucket.retain(|parts| !parts.is_empty());
-    Ok(sum_buckets(by_bucket))
+    Ok(sum_buckets(&chunks, buckets.len()))
 }
 
-/// Each bucket's terms (in parts, in tree order) summed by key and sorted; buckets in order.
+/// Terms sorted by bucket, keeping their order within each bucket (a counting sort).
+struct BucketedTerms<K> {
+    terms: Vec<Term<K>>,
+    /// Bucket `b` holds `terms[starts[b]..starts[b + 1]]`.
+    starts: Vec<usize>,
+}
+
+impl<K: Clone> BucketedTerms<K> {
+    /// `terms[i]` goes to bucket `ids[i] < n_buckets`.
+    fn new(terms: Vec<Term<K>>, ids: &[usize], n_buckets: usize) -> Self {
+        let mut starts = vec![0; n_buckets + 1];
+        for &b in ids {
+            starts[b + 1] += 1;
+        }
+        for b in 0..n_buckets {
+            starts[b + 1] += starts[b];
+        }
+        let mut next = starts.clone();
+        let mut order = vec![0; terms.len()];
+        for (i, &b) in ids.iter().enumerate() {
+            order[next[b]] = i;
+            next[b] += 1;
+        }
+        Self {
+            terms: order.into_iter().map(|i| terms[i].clone()).collect(),
+            starts,
+        }
+    }
+
+    fn bucket(&self, b: usize) -> &[Term<K>] {
+        &self.terms[self.starts[b]..self.starts[b + 1]]
+    }
+}
+
+/// Each bucket's terms (from every chunk, in order) summed by key and sorted; buckets in order.
 ///
 /// Consecutive buckets go in groups of similar work, each summed with one table: a table per
 /// bucket would spend more time allocating and growing than adding.
-fn sum_buckets<K: GlobalKey>(buckets: Vec<Vec<Vec<Term<K>>>>) -> Vec<(Key, f64)> {
-    let total: usize = buckets.iter().flatten().map(Vec::len).sum();
+fn sum_buckets<K: GlobalKey>(chunks: &[BucketedTerms<K>], n_buckets: usize) -> Vec<(Key, f64)> {
+    let work = |b: usize| {
+        chunks
+            .iter()
+            .map(|chunk| chunk.bucket(b).len())
+            .sum::<usize>()
+    };
+    let total: usize = chunks.iter().map(|chunk| chunk.terms.len()).sum();
     let per_group = total.div_ceil(8 * rayon::current_num_threads()).max(1);
-    let mut groups: Vec<Vec<Vec<Vec<Term<K>>>>> = Vec::new();
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
     let mut filled = 0;
-    for parts in buckets {
-        let work: usize = parts.iter().map(Vec::len).sum();
+    for b in 0..n_buckets {
         match groups.last_mut() {
-            Some(group) if filled < per_group => group.push(parts),
+            Some(group) if filled < per_group => group.end = b + 1,
             _ => {
-                groups.push(vec![parts]);
+                groups.push(b..b + 1);
                 filled = 0;
             }
         }
-        filled += work;
+        filled += work(b);
     }
     let sums: Vec<Vec<(Key, f64)>> = groups
         .into_par_iter()
         .map(|group| {
             let mut sums = Sums::new();
             let mut terms: Vec<Term<K>> = Vec::new();
-            let mut out = Vec::with_capacity(group.iter().flatten().map(Vec::len).sum());
-            for parts in group {
-                for (k, c) in parts.into_iter().flatten() {
-                    sums.add(k, c);
+            let mut out = Vec::new();
+            for b in group {
+                for (k, c) in chunks.iter().flat_map(|chunk| chunk.bucket(b)) {
+                    sums.add(k.clone(), *c);
                 }
                 terms.extend(sums.drain().filter(|t| t.1 != 0.0));
                 terms.sort_unstable_by(|a, b| a.0.cmp_same_size(&b.0));
@@ -622,6 +653,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("fixes 24 distinct features"), "{err}");
+    }
+
+    #[test]
+    fn bucketed_terms_keep_their_order_within_each_bucket() {
+        let terms: Vec<Term<Bits>> = (0..10).map(|i| (Bits::single(i), i as f64)).collect();
+        let ids = [2, 0, 2, 3, 0, 2, 3, 3, 0, 2];
+        let bucketed = BucketedTerms::new(terms, &ids, 5);
+        let values = |b: usize| bucketed.bucket(b).iter().map(|t| t.1).collect::<Vec<_>>();
+        assert_eq!(values(0), [1.0, 4.0, 8.0]);
+        assert!(values(1).is_empty() && values(4).is_empty());
+        assert_eq!(values(2), [0.0, 2.0, 5.0, 9.0]);
+        assert_eq!(values(3), [3.0, 6.0, 7.0]);
     }
 
     fn key(players: &std::collections::BTreeSet<u32>) -> Key {
