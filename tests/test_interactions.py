@@ -106,6 +106,32 @@ def test_extraction_rejects_what_it_cannot_transform() -> None:
         _core.lightgbm_fourier('{"json": "dump"}', 4)
 
 
+def chain_model(depth: int) -> str:
+    """Model text of one tree: split ``i`` sends ``x_i = 0`` to leaf ``i`` (value ``i + 1``) and
+    ``x_i = 1`` deeper; the last split's right child is leaf ``depth``."""
+    lefts = " ".join(str(-(i + 1)) for i in range(depth))
+    rights = " ".join([str(i + 1) for i in range(depth - 1)] + [str(-(depth + 1))])
+    return (
+        f"tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\n"
+        f"max_feature_idx={depth - 1}\nobjective=regression\n\nTree=0\nnum_leaves={depth + 1}\n"
+        f"num_cat=0\nsplit_feature={' '.join(map(str, range(depth)))}\n"
+        f"threshold={' '.join(['1.0000000180025095e-35'] * depth)}\n"
+        f"decision_type={' '.join(['2'] * depth)}\nleft_child={lefts}\nright_child={rights}\n"
+        f"leaf_value={' '.join(str(i + 1) for i in range(depth + 1))}\nis_linear=0\n"
+        f"shrinkage=1\n\n\nend of trees\n"
+    )
+
+
+def test_deep_paths_are_refused_with_a_clear_error() -> None:
+    masks = np.random.default_rng(6).random((500, 12)) < 0.5
+    first_zero = np.where(masks.all(axis=1), 12, np.argmin(masks, axis=1))
+    spectrum = _core.lightgbm_fourier(chain_model(12), 12)
+    np.testing.assert_allclose(spectrum.evaluate(masks), first_zero + 1.0, atol=1e-12)
+    # The deepest leaves would expand into 2^24 terms: refused before expanding them.
+    with pytest.raises(InvalidArgumentError, match=r"^model: .*use shallower trees"):
+        _core.lightgbm_fourier(chain_model(24), 24)
+
+
 def random_moebius(n: int, terms: int, seed: int) -> _core.SparseFunction:
     rng = np.random.default_rng(seed)
     keys = [

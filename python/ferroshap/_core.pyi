@@ -177,7 +177,8 @@ def lightgbm_fourier(model_text: str, n_players: int) -> SparseFunction:
 
     ``model_text`` is ``Booster.model_to_string()``; its synthesis reproduces the raw prediction
     on every mask. Raises ``InvalidArgumentError`` (argument ``model``) for classification,
-    categorical splits, linear trees, features ``>= n_players`` or malformed text.
+    categorical splits, linear trees, features ``>= n_players``, a path fixing more than 22
+    distinct features, a tree expanding into more than ``2**22`` terms, or malformed text.
     """
 
 def plan_masks(n_players: int, budget: int, seed: int) -> NDArray[np.bool_]:
