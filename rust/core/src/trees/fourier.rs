@@ -311,37 +311,40 @@ fn sum_buckets<K: GlobalKey>(chunks: &[BucketedTerms<K>], n_buckets: usize) -> V
 }
 
 /// One tree's spectrum, added into `terms` over bit sets of players or, unless
-/// [`GlobalKey::PLAYERS_ARE_BITS`], of the returned features (sorted distinct players).
+/// [`GlobalKey::PLAYERS_ARE_BITS`], of the returned features (sorted distinct players; empty
+/// when the bits are the players).
 fn expand_tree<K: GlobalKey>(
     tree: &Tree,
     n_players: usize,
     terms: &mut Sums<u128>,
 ) -> Result<Vec<u32>> {
-    let mut features: Vec<u32> = Vec::with_capacity(tree.splits.len());
-    for split in &tree.splits {
-        if split.feature >= n_players {
-            return Err(CoreError::invalid(
-                "model",
-                format!(
-                    "splits on feature {} but the game has n_players = {n_players} features",
-                    split.feature
-                ),
-            ));
-        }
-        features.push(split.feature as u32);
-    }
-    features.sort_unstable();
-    features.dedup();
-    if features.len() > MAX_TREE_FEATURES {
+    if let Some(split) = tree.splits.iter().find(|s| s.feature >= n_players) {
         return Err(CoreError::invalid(
             "model",
             format!(
-                "a tree splits on {} distinct features; the exact transform supports at most \
-                 {MAX_TREE_FEATURES} per tree",
-                features.len()
+                "splits on feature {} but the game has n_players = {n_players} features",
+                split.feature
             ),
         ));
     }
+    let features: Vec<u32> = if K::PLAYERS_ARE_BITS {
+        Vec::new()
+    } else {
+        let mut features: Vec<u32> = tree.splits.iter().map(|s| s.feature as u32).collect();
+        features.sort_unstable();
+        features.dedup();
+        if features.len() > MAX_TREE_FEATURES {
+            return Err(CoreError::invalid(
+                "model",
+                format!(
+                    "a tree splits on {} distinct features; the exact transform supports at \
+                     most {MAX_TREE_FEATURES} per tree",
+                    features.len()
+                ),
+            ));
+        }
+        features
+    };
     let bit = |node: usize| {
         let feature = tree.splits[node].feature;
         if K::PLAYERS_ARE_BITS {
