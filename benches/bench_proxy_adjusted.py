@@ -3,9 +3,9 @@
 ``LGBMRegressor(200 trees, 31 leaves)`` on breast cancer (n = 30), 50 background rows, 8 rows,
 budgets 256 / 512 / 2048: relative error against exact interventional TreeSHAP, median over
 seeds, for ``proxy-leverage``, ``leverage``, ``tree-msr`` (same samples; ``--cross-fit`` adds
-the 4-fold cross-fitted variant, four proxy fits per row) and shapiq's
-``KernelSHAP(pairing_trick=True)``; plus the seconds per explained row each estimator took (the
-proxy's added time is its difference to ``leverage``).
+the 4-fold cross-fitted variant, four proxy fits per row), ``auto`` when this version has it, and
+every peer of ``protocols.ACCURACY_PEERS`` (shap 0.54, shapiq 1.8); plus the seconds per
+explained row each estimator took (the proxy's added time is its difference to ``leverage``).
 
 Usage::
 
@@ -22,18 +22,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import polars as pl
 from protocols import (
+    ACCURACY_PEERS,
     RESULTS_DIR,
-    SHAPIQ_KERNEL,
     accuracy,
+    fs,
     summarize_accuracy,
     to_markdown,
 )
 
 NAMES = [
-    "ferroshap proxy-leverage",
-    "ferroshap leverage",
-    "ferroshap tree-msr",
-    SHAPIQ_KERNEL,
+    *(["auto"] if "auto" in fs.METHODS else []),
+    "proxy-leverage",
+    "leverage",
+    "tree-msr",
+    *ACCURACY_PEERS,
 ]
 BUDGETS = (256, 512, 2048)
 ROWS = 8
@@ -46,7 +48,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    names = [*NAMES, "ferroshap tree-msr cross-fit 4"] if args.cross_fit else NAMES
+    names = [*NAMES, "tree-msr cross-fit 4"] if args.cross_fit else NAMES
     long = accuracy(
         range(args.seeds), BUDGETS, names, checkpoint=args.out / "proxy_adjusted_long.parquet"
     )

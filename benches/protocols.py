@@ -58,18 +58,26 @@ import polars as pl
 
 import ferroshap as fs
 from ferroshap import _core
-from ferroshap.backend import CPU_CHUNK_BYTES
 from ferroshap.bench.estimators import make_estimator
+from ferroshap.bench.peers import PEERS, unavailable_reason
+from ferroshap.bench.timing import BatchRecorder, TimedModel, model_seconds, timed
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
-#: ferroshap's sampling methods (``exact`` is not run: it stops at 24 players, here n ≥ 30).
-FS_METHODS = ("kernel", "kernel-wor", "leverage", "modified-l2", "unbiased", "permutation")
+#: ferroshap's sampling methods (``exact`` is not run: it stops at 24 players, here n ≥ 30),
+#: ``auto`` when this version has it.
+FS_METHODS = tuple(
+    m
+    for m in ("auto", "kernel", "kernel-wor", "leverage", "modified-l2", "unbiased", "permutation")
+    if m in fs.METHODS
+)
 #: Proxy-adjusted methods (``benches/bench_proxy_adjusted.py``), with the folds of ``cross_fit``.
 FS_PROXY = {"proxy-leverage": None, "tree-msr": None, "tree-msr cross-fit 4": 4}
-SHAP = "shap KernelExplainer"
-SHAPIQ_KERNEL = "shapiq KernelSHAP"
-SHAPIQ_UNBIASED = "shapiq UnbiasedKernelSHAP"
+#: Peers that the accuracy protocol runs by default: all of ``ferroshap.bench.peers`` but the
+#: interaction estimators ProxySPEX and SPEX (30-75 s per row here; name them to run them).
+ACCURACY_PEERS = tuple(p for p in PEERS if p not in ("shapiq-proxyspex", "shapiq-spex"))
+SHAP = "shap-kernel"
+SHAPIQ_KERNEL = "shapiq-kernel"
 
 Model = Callable[[np.ndarray], np.ndarray]
 #: ``explain(model, background, X, budget, seed) -> phi [rows, n]``
@@ -141,97 +149,6 @@ def lightgbm_problem(
     return LightGBMProblem(model, X[picked[:n_background]], X[picked[n_background:]])
 
 
-class InterventionalGame:
-    """``v(S) = mean_b f(x_S, b_notS)`` for one explained row, as shapiq calls a game.
-
-    ``game(coalitions: bool[k, n]) -> float[k]``; masked inputs are built in chunks of at most
-    ``chunk_bytes`` (ferroshap's default on a CPU), one model call per chunk.
-    """
-
-    def __init__(
-        self,
-        model: Model,
-        background: np.ndarray,
-        x: np.ndarray,
-        chunk_bytes: int = CPU_CHUNK_BYTES,
-    ) -> None:
-        self.model, self.background, self.x = model, background, x
-        self.chunk = max(1, chunk_bytes // background.nbytes)
-
-    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
-        """Values of the coalitions ``bool[k, n]``."""
-        coalitions = np.asarray(coalitions, dtype=bool)
-        n_background, n = self.background.shape
-        out = np.empty(len(coalitions))
-        for start in range(0, len(coalitions), self.chunk):
-            part = coalitions[start : start + self.chunk]
-            batch = np.where(part[:, None, :], self.x, self.background[None])
-            values = np.asarray(self.model(batch.reshape(-1, n)), dtype=float)
-            out[start : start + len(part)] = values.reshape(len(part), n_background).mean(axis=1)
-        return out
-
-
-class TimedModel:
-    """Wraps a model and accumulates the seconds and rows spent inside it."""
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-        self.seconds = 0.0
-        self.rows = 0
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        """Call the model, timing it."""
-        start = time.perf_counter()
-        out = self.model(z)
-        self.seconds += time.perf_counter() - start
-        self.rows += len(z)
-        return out
-
-
-class BatchRecorder:
-    """Wraps a model and records the batches it is called with, for :func:`model_seconds`.
-
-    Copies of the batches are kept while they fit in ``max_bytes``; past that only their sizes
-    are, and the replay reuses the largest stored batch, cut to size (fine for a model whose cost
-    does not depend on the values, like :class:`NearFreeModel`).
-    """
-
-    def __init__(self, model: Model, max_bytes: int = 2**30) -> None:
-        self.model = model
-        self.max_bytes = max_bytes
-        self.sizes: list[int] = []
-        self.batches: list[np.ndarray] = []
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        """Record and call the model."""
-        stored = sum(batch.nbytes for batch in self.batches)
-        if len(self.batches) == len(self.sizes) and stored + z.nbytes <= self.max_bytes:
-            self.batches.append(z.copy())
-        self.sizes.append(len(z))
-        return self.model(z)
-
-    def replay(self, skip: int = 0) -> list[np.ndarray]:
-        """The recorded batches after the first ``skip`` (views of stored copies)."""
-        largest = max(self.batches, key=len)
-        stored = self.batches + [largest] * (len(self.sizes) - len(self.batches))
-        return [batch[:size] for batch, size in zip(stored, self.sizes, strict=True)][skip:]
-
-
-def model_seconds(model: Model, batches: Sequence[np.ndarray]) -> float:
-    """Seconds the model alone takes on the batches, one call each.
-
-    Each batch is first copied (untimed) into one reused buffer, as an explainer hands the model
-    a freshly built buffer: the model reads its input from cache, and only its calls are timed.
-    """
-    buffer = np.empty_like(max(batches, key=len))
-    total = 0.0
-    for batch in batches:
-        view = buffer[: len(batch)]
-        np.copyto(view, batch)
-        total += timed(lambda view=view: model(view))
-    return total
-
-
 # --------------------------------------------------------------------------------------------
 # Estimators: explain(model, background, X, budget, seed) -> phi [rows, n]
 # --------------------------------------------------------------------------------------------
@@ -249,60 +166,23 @@ def ferroshap_estimator(method: str, cross_fit: int | None = None) -> Estimator:
     return explain
 
 
-def shapiq_estimator(name: str) -> Estimator:
-    """shapiq's ``KernelSHAP`` (paired) or ``UnbiasedKernelSHAP``, one approximator per row.
-
-    Each row gets a fresh approximator with ``random_state=seed``, i.e. the same design for every
-    row as ferroshap uses; shapiq's budget includes ∅ and N.
-    """
-    from shapiq.approximator import KernelSHAP, UnbiasedKernelSHAP
-
-    def make(n: int, seed: int) -> Any:
-        if name == SHAPIQ_KERNEL:
-            return KernelSHAP(n, pairing_trick=True, random_state=seed)
-        return UnbiasedKernelSHAP(n, random_state=seed)
-
-    def explain(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
-        n = X.shape[1]
-        return np.stack(
-            [
-                make(n, seed)
-                .approximate(budget, InterventionalGame(model, background, x))
-                .get_n_order_values(1)
-                for x in X
-            ]
-        )
-
-    return explain
-
-
 def estimators(names: Iterable[str] | None = None) -> dict[str, Estimator]:
-    """All estimators by display name (shap, shapiq and ``ferroshap <method>``), or a subset."""
-    table: dict[str, Estimator] = {
-        SHAP: make_estimator("shap-kernel"),  # the harness's adapter: nsamples = budget - 2
-        SHAPIQ_KERNEL: shapiq_estimator(SHAPIQ_KERNEL),
-        SHAPIQ_UNBIASED: shapiq_estimator(SHAPIQ_UNBIASED),
-    }
-    table.update({f"ferroshap {m}": ferroshap_estimator(m) for m in FS_METHODS})
-    table.update(
-        {
-            f"ferroshap {name}": ferroshap_estimator(name.split()[0], folds)
-            for name, folds in FS_PROXY.items()
-        }
-    )
-    return table if names is None else {name: table[name] for name in names}
+    """Estimators by name: ferroshap's methods (``proxy-leverage``, ``tree-msr cross-fit 4``, ...)
+    and the peers of ``ferroshap.bench.peers`` that can run here (by default those of
+    :data:`ACCURACY_PEERS`), or the named subset (a named peer that cannot run raises)."""
+    table: dict[str, Estimator] = {m: ferroshap_estimator(m) for m in FS_METHODS}
+    table.update({name: ferroshap_estimator(name.split()[0], k) for name, k in FS_PROXY.items()})
+    if names is None:
+        table.update(
+            {p: make_estimator(p) for p in ACCURACY_PEERS if unavailable_reason(p) is None}
+        )
+        return table
+    return {name: table[name] if name in table else make_estimator(name) for name in names}
 
 
 # --------------------------------------------------------------------------------------------
 # Timing helpers
 # --------------------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[], Any]) -> float:
-    """Wall seconds of one call."""
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def engine_breakdown(method: str, n: int, budget: int, columns: int, seed: int = 0) -> dict:
@@ -442,15 +322,28 @@ def accuracy(
 ) -> pl.DataFrame:
     """Protocol (a): one row per (estimator, budget, seed) with the relative error.
 
-    With ``checkpoint``, the long table is rewritten there after every seed.
+    With ``checkpoint``, the long table is rewritten there after every seed, and the runs already
+    there (same estimator, budget and seed) are not run again: an interrupted run resumes, and an
+    estimator added later is run alone.
     """
     problem = lightgbm_problem()
     exact = exact_tree_shap(problem)
     predict = problem.model.predict
-    records = []
+    table = estimators(names)
+    records: list[dict] = []
+    if checkpoint is not None and checkpoint.exists():
+        old = pl.read_parquet(checkpoint)
+        records = old.filter(
+            pl.col("estimator").is_in(list(table)),
+            pl.col("budget").is_in(list(budgets)),
+            pl.col("seed").is_in(list(seeds)),
+        ).to_dicts()
+    done = {(r["estimator"], r["budget"], r["seed"]) for r in records}
     for seed in seeds:
         for budget in budgets:
-            for name, explain in estimators(names).items():
+            for name, explain in table.items():
+                if (name, budget, seed) in done:
+                    continue
                 start = time.perf_counter()
                 phi = explain(predict, problem.background, problem.rows, budget, seed)
                 records.append(
@@ -469,12 +362,18 @@ def accuracy(
 
 
 def summarize_accuracy(long: pl.DataFrame) -> pl.DataFrame:
-    """Median error over seeds per estimator and budget, its ratio to shapiq KernelSHAP and shap."""
+    """Median error over seeds per estimator and budget, its ratio to the best peer's, to shapiq
+    KernelSHAP's and to shap KernelExplainer's."""
     medians = long.group_by("estimator", "budget").agg(
         pl.col("rel_error").median().alias("median_rel_error"),
         pl.col("rel_error").quantile(0.25).alias("q25"),
         pl.col("rel_error").quantile(0.75).alias("q75"),
         pl.len().alias("seeds"),
+    )
+    peers = medians.filter(pl.col("estimator").is_in(list(PEERS)))
+    best_peer = peers.group_by("budget").agg(pl.col("median_rel_error").min().alias("_vs_best"))
+    medians = medians.join(best_peer, on="budget", how="left").with_columns(
+        (pl.col("median_rel_error") / pl.col("_vs_best")).alias("vs_best_peer")
     )
     refs = {SHAPIQ_KERNEL: "vs_shapiq_kernel", SHAP: "vs_shap"}
     for ref, column in refs.items():
@@ -487,12 +386,12 @@ def summarize_accuracy(long: pl.DataFrame) -> pl.DataFrame:
     best = pl.col("median_rel_error") == pl.col("median_rel_error").min().over("budget")
     return (
         medians.with_columns(best.alias("best"))
-        .drop("_vs_shapiq_kernel", "_vs_shap")
+        .drop("_vs_shapiq_kernel", "_vs_shap", "_vs_best")
         .sort("budget", "median_rel_error")
     )
 
 
-FS_TIMED = ("ferroshap leverage", "ferroshap kernel")
+FS_TIMED = ("leverage", "kernel")
 
 
 def overhead(
@@ -514,7 +413,7 @@ def overhead(
     tasks.append(model_alone_task(model, background, X, budget))
     records = measure(tasks, repeat)
     for record in records[: len(FS_TIMED)]:
-        record |= engine_breakdown(record["engine"].split()[1], n, budget, rows)
+        record |= engine_breakdown(record["engine"], n, budget, rows)
     return add_speedups(records, (SHAP, SHAPIQ_KERNEL))
 
 
@@ -643,6 +542,7 @@ def accuracy_report(summary: pl.DataFrame) -> str:
     parts = []
     titles = {
         "median_rel_error": "Median relative error",
+        "vs_best_peer": "Ratio to the best peer (shap 0.54 / shapiq 1.8)",
         "vs_shapiq_kernel": "Ratio to shapiq KernelSHAP",
         "vs_shap": "Ratio to shap KernelExplainer",
     }

@@ -52,11 +52,10 @@ def test_baselines_share_the_protocol() -> None:
     assert (df["rel_error"] < 1e-6).all(), df.select("method", "rel_error")
 
 
-def test_proxyspex_estimators_run_under_the_same_protocol() -> None:
-    names = [m for m in ("proxyspex", "shapiq-proxyspex") if m in available_estimators()]
+def test_proxyspex_runs_under_the_same_protocol() -> None:
     game = make_game("soum", quick=True)
-    df = run_benchmark([game], ["leverage", *names], [256], [0])
-    assert df["method"].to_list() == ["leverage", *names]
+    df = run_benchmark([game], ["leverage", "proxyspex"], [256], [0])
+    assert df["method"].to_list() == ["leverage", "proxyspex"]
     # A surrogate of a 32-player sum of unanimity games at budget 256 is rough but informative.
     assert (df["rel_error"] < 1.0).all(), df.select("method", "rel_error")
 

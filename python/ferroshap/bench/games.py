@@ -63,17 +63,47 @@ class _Unanimity:
         terms = zip(self.coefficients, self.terms, strict=True)
         return sum((c * inside[:, t].all(axis=1) for c, t in terms), start=np.zeros(len(z)))
 
-    def shapley(self) -> np.ndarray:
-        phi = np.zeros(self.n)
-        for c, t in zip(self.coefficients, self.terms, strict=True):
-            phi[t] += c / len(t)
-        return phi
+    def shapley(self, X: np.ndarray, background: np.ndarray) -> np.ndarray:
+        """Exact interventional Shapley values ``[rows, n]`` for 0/1 rows and background.
+
+        For one background row ``b`` a term ``[T ⊆ z]`` of ``z = (x_S, b_notS)`` is zero if some
+        ``i ∈ T`` has ``x_i = b_i = 0``; otherwise it is ``[A ⊆ S][B ∩ S = ∅]`` with
+        ``A = {i ∈ T: x_i > b_i}``, ``B = {i ∈ T: x_i < b_i}``, whose Shapley values are
+        ``(a-1)! b! / (a+b)!`` on ``A`` and ``-a! (b-1)! / (a+b)!`` on ``B`` (expand the
+        complement literals into unanimity games of ``A + C`` for every ``C ⊆ B``).
+        """
+        from math import factorial
+
+        X, background = np.asarray(X) > 0.5, np.asarray(background) > 0.5
+        phi = np.zeros(X.shape)
+        for row, x in enumerate(X):
+            for c, t in zip(self.coefficients, self.terms, strict=True):
+                for b in background:
+                    xt, bt = x[t], b[t]
+                    if (~xt & ~bt).any():
+                        continue
+                    gain, loss = t[xt & ~bt], t[~xt & bt]
+                    a, k = len(gain), len(loss)
+                    if a:
+                        phi[row, gain] += c * factorial(a - 1) * factorial(k) / factorial(a + k)
+                    if k:
+                        phi[row, loss] -= c * factorial(a) * factorial(k - 1) / factorial(a + k)
+        return phi / len(background)
 
 
-def soum_game(n: int = 64, seed: int = 0) -> BenchGame:
-    """Sum of ``2n`` unanimity models of order 1-4 (closed-form Shapley values), one row."""
-    model = _Unanimity(n, 2 * n, 4, seed)
-    return BenchGame(f"soum{n}", model, np.zeros((1, n)), np.ones((1, n)), model.shapley()[None])
+def soum_game(
+    n: int = 64, rows: int = 1, n_background: int = 1, max_order: int = 4, seed: int = 0
+) -> BenchGame:
+    """Sum of ``2n`` unanimity models of order 1 to ``max_order`` on 0/1 inputs, closed-form
+    Shapley values. One background row is all zeros and one explained row all ones (the plain
+    unanimity game); more are random 0/1 rows."""
+    model = _Unanimity(n, 2 * n, max_order, seed)
+    rng = np.random.default_rng(seed + 1)
+    background = (
+        np.zeros((1, n)) if n_background == 1 else rng.integers(0, 2, (n_background, n)) * 1.0
+    )
+    X = np.ones((1, n)) if rows == 1 else rng.integers(0, 2, (rows, n)) * 1.0
+    return BenchGame(f"soum{n}", model, background, X, model.shapley(X, background))
 
 
 def linear_game(n: int = 20, rows: int = 4, seed: int = 0) -> BenchGame:
@@ -114,6 +144,17 @@ def _tree_truth(model: object, background: np.ndarray, X: np.ndarray) -> np.ndar
     return np.asarray(explainer.shap_values(X), dtype=float)
 
 
+def _enumerated(name: str, model, background: np.ndarray, X: np.ndarray) -> BenchGame:
+    """A game whose truth is exact enumeration of its interventional game."""
+    truth = fs.Explainer(model, background, method="exact")(X).values
+    return BenchGame(name, model, background, X, truth)
+
+
+def _split(X_all: np.ndarray, n_background: int, rows: int, seed: int):
+    picked = np.random.default_rng(seed).choice(len(X_all), n_background + rows, replace=False)
+    return X_all[picked[:n_background]], X_all[picked[n_background:]]
+
+
 def lightgbm_game(rows: int = 8, n_background: int = 50, seed: int = 0) -> BenchGame:
     """LightGBM (200 trees, 31 leaves) on breast cancer (n = 30); exact interventional TreeSHAP."""
     import lightgbm
@@ -124,21 +165,67 @@ def lightgbm_game(rows: int = 8, n_background: int = 50, seed: int = 0) -> Bench
     model = lightgbm.LGBMRegressor(
         n_estimators=200, num_leaves=31, verbose=-1, deterministic=True, random_state=seed
     ).fit(X_all, y)
-    picked = np.random.default_rng(seed).choice(len(X_all), n_background + rows, replace=False)
-    background, X = X_all[picked[:n_background]], X_all[picked[n_background:]]
+    background, X = _split(X_all, n_background, rows, seed)
     return BenchGame("lightgbm", model.predict, background, X, _tree_truth(model, background, X))
 
 
+def lightgbm_digits_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
+    """LightGBM (100 trees, 15 leaves) regressing the digit on scikit-learn's 8x8 digits
+    (n = 64 pixels); exact interventional TreeSHAP."""
+    import lightgbm
+    from sklearn.datasets import load_digits
+
+    X_all, y = load_digits(return_X_y=True)
+    model = lightgbm.LGBMRegressor(
+        n_estimators=100, num_leaves=15, verbose=-1, deterministic=True, random_state=seed
+    ).fit(X_all, y.astype(float))
+    background, X = _split(X_all.astype(float), n_background, rows, seed)
+    return BenchGame("digits", model.predict, background, X, _tree_truth(model, background, X))
+
+
 def forest_game(rows: int = 6, n_background: int = 40, seed: int = 0) -> BenchGame:
-    """scikit-learn random forest on diabetes (n = 10); exact interventional TreeSHAP."""
+    """scikit-learn random forest on diabetes (n = 10); truth by enumeration (shap's
+    interventional TreeSHAP is not exact on scikit-learn forests: float32 thresholds)."""
     from sklearn.datasets import load_diabetes
     from sklearn.ensemble import RandomForestRegressor
 
     X_all, y = load_diabetes(return_X_y=True)
     model = RandomForestRegressor(n_estimators=50, max_depth=6, random_state=seed).fit(X_all, y)
-    picked = np.random.default_rng(seed).choice(len(X_all), n_background + rows, replace=False)
-    background, X = X_all[picked[:n_background]], X_all[picked[n_background:]]
-    return BenchGame("forest", model.predict, background, X, _tree_truth(model, background, X))
+    background, X = _split(X_all, n_background, rows, seed)
+    return _enumerated("forest", model.predict, background, X)
+
+
+def mlp_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
+    """A scikit-learn MLP (two hidden layers of 32) predicting alcohol from the other 12 wine
+    measurements (n = 12), inputs standardized; truth by enumeration."""
+    from sklearn.datasets import load_wine
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    data = load_wine().data
+    X_all, y = data[:, 1:], data[:, 0]
+    model = make_pipeline(
+        StandardScaler(),
+        MLPRegressor(hidden_layer_sizes=(32, 32), max_iter=2000, random_state=seed),
+    ).fit(X_all, y)
+    background, X = _split(X_all, n_background, rows, seed)
+    return _enumerated("mlp", model.predict, background, X)
+
+
+def svm_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
+    """An RBF support-vector regressor on the first 14 breast-cancer features (n = 14), inputs
+    standardized; truth by enumeration."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVR
+
+    X_all, y = load_breast_cancer(return_X_y=True)
+    X_all = X_all[:, :14]
+    model = make_pipeline(StandardScaler(), SVR(kernel="rbf", C=1.0)).fit(X_all, y.astype(float))
+    background, X = _split(X_all, n_background, rows, seed)
+    return _enumerated("svm", model.predict, background, X)
 
 
 def fourier_game(n: int = 16, rows: int = 4, n_background: int = 20, seed: int = 0) -> BenchGame:
@@ -165,18 +252,27 @@ def fourier_game(n: int = 16, rows: int = 4, n_background: int = 20, seed: int =
 
 _GAMES: dict[str, Callable[[bool], BenchGame]] = {
     "soum": lambda quick: soum_game(n=32 if quick else 128),
+    "soum-bg": lambda quick: soum_game(
+        n=30, rows=3 if quick else 4, n_background=5 if quick else 50
+    ),
     "linear": lambda quick: linear_game(),
     "enum": lambda quick: enumeration_game(n=10 if quick else 14),
     "lightgbm": lambda quick: lightgbm_game(
         rows=3 if quick else 8, n_background=20 if quick else 50
     ),
     "forest": lambda quick: forest_game(rows=3 if quick else 6),
+    "digits": lambda quick: lightgbm_digits_game(
+        rows=2 if quick else 4, n_background=10 if quick else 50
+    ),
+    "mlp": lambda quick: mlp_game(rows=2 if quick else 4, n_background=10 if quick else 50),
+    "svm": lambda quick: svm_game(rows=2 if quick else 4, n_background=10 if quick else 50),
     "fourier": lambda quick: fourier_game(n=10 if quick else 16),
 }
 
 
 def available_games() -> list[str]:
-    """Names accepted by :func:`make_game` (tree games need ``shap`` for their ground truth)."""
+    """Names accepted by :func:`make_game` (``lightgbm`` and ``digits`` need ``shap`` for their
+    ground truth)."""
     return list(_GAMES)
 
 

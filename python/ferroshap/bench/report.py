@@ -10,7 +10,8 @@ __all__ = ["format_table", "plot_summary"]
 
 def format_table(summary: Any) -> str:
     """One block per game: a row per method, a column per budget, each cell ``median error
-    (median seconds)``; ``*`` marks the lowest error at that budget."""
+    (median seconds)``; ``*`` marks the lowest error at that budget. Peers that could not run are
+    listed at the end with the reason."""
     lines = []
     budgets = sorted(summary["budget"].unique().to_list())
     for game in summary["game"].unique(maintain_order=True).to_list():
@@ -30,6 +31,9 @@ def format_table(summary: Any) -> str:
                 text = f"{error:.2e}{'*' if best else ' '} ({seconds:.2f}s)"
                 cells.append(f"{text:>22}")
             lines.append(f"{method:<18}" + "".join(cells))
+    skipped = summary.filter(summary["skip"].is_not_null()).unique("method", maintain_order=True)
+    for method, reason in zip(skipped["method"], skipped["skip"], strict=True):
+        lines.append(f"\n{method}: {reason}")
     return "\n".join(lines)
 
 

@@ -1,0 +1,84 @@
+# ruff: noqa: E402 -- thread variables must be set before NumPy and LightGBM are imported
+"""The accuracy suite (``ferroshap.bench.suite``): every estimator of ours and every peer on a grid
+of games with exact truth, resumable cell by cell.
+
+Usage::
+
+    python benches/suite.py [--out DIR] [--smoke] [--games a,b] [--methods a,b] [--seeds K]
+
+Writes ``DIR/cells/*.parquet`` (one per finished cell; rerun to resume), ``DIR/suite.parquet``
+(every run), ``DIR/suite_summary.parquet``, ``DIR/suite.md`` and ``DIR/suite.png``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("FERROSHAP_BENCH_THREADS", str(os.cpu_count() or 1))
+for _variable in (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "RAYON_NUM_THREADS",
+):
+    os.environ.setdefault(_variable, os.environ["FERROSHAP_BENCH_THREADS"])
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import polars as pl
+
+from ferroshap.bench import suite
+from ferroshap.bench.timing import fix_threads
+
+RESULTS = Path(__file__).resolve().parent / "results" / "suite"
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run (or resume) the suite and write its tables and plot."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--smoke", action="store_true", help="2 games, 2 seeds, 1-row background")
+    parser.add_argument("--games", type=_names, help=f"subset of {', '.join(suite.SUITE_GAMES)}")
+    parser.add_argument("--methods", type=_names, help="estimators (default: all but slow peers)")
+    parser.add_argument("--seeds", type=int, help="seeds 0 .. K-1 (default 20; smoke 2)")
+    parser.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
+    args = parser.parse_args(argv)
+    fix_threads()
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    count = args.seeds if args.seeds is not None else (2 if args.smoke else len(suite.SEEDS))
+    grid = {
+        "games": args.games or (suite.SMOKE_GAMES if args.smoke else tuple(suite.SUITE_GAMES)),
+        "backgrounds": (1,) if args.smoke else suite.BACKGROUNDS,
+        "factors": (5, 20) if args.smoke else suite.BUDGET_FACTORS,
+    }
+    start = time.perf_counter()
+    runs = suite.run_suite(
+        args.out,
+        methods=args.methods or suite.default_methods(smoke=args.smoke),
+        seeds=range(args.first_seed, args.first_seed + count),
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+        **grid,
+    )
+    summary = suite.summarize_suite(runs)
+    overview = suite.ours_overview(summary)
+    runs.write_parquet(args.out / "suite.parquet")
+    summary.write_parquet(args.out / "suite_summary.parquet")
+    with pl.Config(tbl_rows=200, tbl_cols=20, tbl_width_chars=200, float_precision=3):
+        text = f"{overview}\n\n{summary.drop('library', 'exact')}"
+    (args.out / "suite.md").write_text(text + "\n")
+    print(text)
+    suite.plot_suite(summary, args.out / "suite.png")
+    print(f"\n{runs.height} runs; {time.perf_counter() - start:.0f} s; results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

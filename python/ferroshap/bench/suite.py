@@ -1,0 +1,281 @@
+"""The accuracy suite: every estimator of ours and every peer on a grid of games with exact truth.
+
+Grid: games (:data:`SUITE_GAMES`) x budgets ``{5n, 20n, 60n}`` (capped below ``2**n``; a cell
+whose budget reaches ``2**n`` is run all the same and marked ``exact``) x backgrounds of
+:data:`BACKGROUNDS` rows, :data:`ROWS` explained rows, seeds ``0 .. 19``. A *cell* is one (game,
+background, budget); every cell is written to its own Parquet file under ``<out>/cells/`` when it
+is complete (through a temporary file), so an interrupted suite resumes where it stopped and no
+cell is counted twice. The summary gives, per cell and estimator, the median error over seeds, the
+ratio to the best peer's, and the wall seconds per explained row.
+
+Run it with ``python benches/suite.py`` (``--smoke`` for the small grid the tests run).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ferroshap.bench.estimators import available_estimators, check_estimators, library_of
+from ferroshap.bench.games import (
+    BenchGame,
+    forest_game,
+    lightgbm_digits_game,
+    lightgbm_game,
+    mlp_game,
+    soum_game,
+    svm_game,
+)
+from ferroshap.bench.harness import run_one
+from ferroshap.errors import InvalidArgumentError
+
+__all__ = [
+    "BACKGROUNDS",
+    "BUDGET_FACTORS",
+    "ROWS",
+    "SLOW_PEERS",
+    "SUITE_GAMES",
+    "Cell",
+    "cells",
+    "run_suite",
+    "summarize_suite",
+]
+
+ROWS = 4
+"""Explained rows per game."""
+
+BUDGET_FACTORS = (5, 20, 60)
+"""Budgets of the grid, as multiples of n."""
+
+BACKGROUNDS = (1, 50)
+"""Background rows of the grid (one row: the single-baseline game)."""
+
+SEEDS = tuple(range(20))
+"""Seeds of a full run."""
+
+SUITE_GAMES: dict[str, Callable[[int], BenchGame]] = {
+    "lightgbm": lambda bg: lightgbm_game(rows=ROWS, n_background=bg),
+    "digits": lambda bg: lightgbm_digits_game(rows=ROWS, n_background=bg),
+    "forest": lambda bg: forest_game(rows=ROWS, n_background=bg),
+    "mlp": lambda bg: mlp_game(rows=ROWS, n_background=bg),
+    "svm": lambda bg: svm_game(rows=ROWS, n_background=bg),
+    "soum30": lambda bg: soum_game(n=30, rows=ROWS, n_background=bg),
+    "soum100": lambda bg: soum_game(n=100, rows=ROWS, n_background=bg),
+}
+"""Games by name, each built from its background size: LightGBM on breast cancer (n = 30) and on
+digits (n = 64) with exact interventional TreeSHAP; a random forest (n = 10), an MLP (n = 12) and
+an RBF SVM (n = 14) with truth by enumeration; sums of unanimity models of order up to 4 at
+n = 30 and 100 in closed form."""
+
+SMOKE_GAMES = ("soum30", "forest")
+
+SLOW_PEERS = ("shapiq-proxyspex", "shapiq-spex")
+"""Peers left out unless named: interaction estimators that take 30-75 s per explained row at
+budget 20n on the breast-cancer game (measured here), hours over the grid."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (game, background rows, budget) of the grid."""
+
+    game: str
+    background: int
+    budget: int
+    n: int
+
+    @property
+    def exact(self) -> bool:
+        """The budget reaches ``2**n``: every estimator may enumerate."""
+        return self.budget >= 2**self.n
+
+    @property
+    def key(self) -> str:
+        """File stem of the cell's checkpoint."""
+        return f"{self.game}_bg{self.background}_b{self.budget}"
+
+
+_N_PLAYERS = {
+    "lightgbm": 30,
+    "digits": 64,
+    "forest": 10,
+    "mlp": 12,
+    "svm": 14,
+    "soum30": 30,
+    "soum100": 100,
+}
+
+
+def cells(
+    games: Iterable[str] = tuple(SUITE_GAMES),
+    backgrounds: Iterable[int] = BACKGROUNDS,
+    factors: Iterable[int] = BUDGET_FACTORS,
+) -> list[Cell]:
+    """The grid's cells in run order; budgets ``factor * n`` capped at ``2**n - 2`` (an even
+    budget below ``2**n``, so paired designs stay sampling designs).
+
+    Examples
+    --------
+    >>> [c.budget for c in cells(["forest"], [1])]
+    [50, 200, 600]
+    """
+    grid = []
+    for game in games:
+        if game not in SUITE_GAMES:
+            raise InvalidArgumentError(
+                f"games: unknown suite game {game!r}; expected some of {', '.join(SUITE_GAMES)}"
+            )
+        n = _N_PLAYERS[game]
+        for background in backgrounds:
+            for factor in factors:
+                grid.append(Cell(game, background, min(factor * n, 2**n - 2), n))
+    return grid
+
+
+def default_methods(smoke: bool = False) -> list[str]:
+    """Every estimator that can run here but :data:`SLOW_PEERS`; with ``smoke``, only the fast
+    peers and ferroshap's regression methods."""
+    names = available_estimators(fast_only=smoke)
+    if smoke:
+        keep = ("leverage", "kernel", "auto", "proxy-leverage")
+        names = [m for m in names if library_of(m) != "ferroshap" or m in keep]
+    return [m for m in names if m not in SLOW_PEERS]
+
+
+def run_suite(
+    out: str | Path,
+    games: Sequence[str] = tuple(SUITE_GAMES),
+    methods: Sequence[str] | None = None,
+    seeds: Sequence[int] = SEEDS,
+    backgrounds: Sequence[int] = BACKGROUNDS,
+    factors: Sequence[int] = BUDGET_FACTORS,
+    progress: Callable[[str], None] | None = None,
+) -> Any:
+    """Run every cell not yet in ``out/cells`` and return every run of the grid.
+
+    Parameters
+    ----------
+    out
+        Output folder: ``cells/<game>_bg<rows>_b<budget>.parquet`` per finished cell.
+    games, backgrounds, factors, seeds
+        The grid (defaults: the full suite).
+    methods
+        Estimator names (default :func:`default_methods`).
+    progress
+        Called with a line per cell.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per (cell, seed, method): :func:`ferroshap.bench.harness.run_one`'s columns plus
+        ``background`` and ``cell``.
+    """
+    import polars as pl
+
+    methods = list(methods) if methods is not None else default_methods()
+    check_estimators(methods)
+    folder = Path(out) / "cells"
+    folder.mkdir(parents=True, exist_ok=True)
+    built: dict[tuple[str, int], BenchGame] = {}
+    for cell in cells(games, backgrounds, factors):
+        path = folder / f"{cell.key}.parquet"
+        if path.exists():
+            continue
+        start = time.perf_counter()
+        game = built.get((cell.game, cell.background))
+        if game is None:
+            game = built[(cell.game, cell.background)] = SUITE_GAMES[cell.game](cell.background)
+        records = [
+            run_one(game, method, cell.budget, seed) | {"background": cell.background}
+            for seed in seeds
+            for method in methods
+        ]
+        frame = pl.DataFrame(records).with_columns(cell=pl.lit(cell.key), game=pl.lit(cell.game))
+        partial = path.with_suffix(".parquet.tmp")
+        frame.write_parquet(partial)
+        os.replace(partial, path)
+        if progress is not None:
+            progress(f"{cell.key}: {len(records)} runs in {time.perf_counter() - start:.1f} s")
+    wanted = [folder / f"{c.key}.parquet" for c in cells(games, backgrounds, factors)]
+    return pl.concat([pl.read_parquet(p) for p in wanted], how="diagonal_relaxed")
+
+
+def summarize_suite(runs: Any, tiny: float = 1e-12) -> Any:
+    """Per cell and estimator: median error over seeds, the best peer's, the ratio, seconds per
+    row (median wall over seeds / rows), and ``met`` (ratio ≤ 1, or both errors below ``tiny``).
+    """
+    import polars as pl
+
+    medians = (
+        runs.with_columns(pl.col("rel_error").fill_nan(None))
+        .group_by(["cell", "game", "n", "background", "budget", "exact", "method", "library"])
+        .agg(
+            pl.col("rel_error").median().alias("median_error"),
+            (pl.col("wall_s").median() / ROWS).alias("seconds_per_row"),
+            pl.col("rel_error").is_not_null().sum().alias("seeds"),
+        )
+    )
+    best_peer = (
+        medians.filter(pl.col("library") != "ferroshap", pl.col("median_error").is_not_null())
+        .sort("median_error")
+        .group_by("cell", maintain_order=True)
+        .agg(
+            pl.col("median_error").first().alias("best_peer_error"),
+            pl.col("method").first().alias("best_peer"),
+        )
+    )
+    return (
+        medians.join(best_peer, on="cell", how="left")
+        .with_columns(ratio=pl.col("median_error") / pl.col("best_peer_error"))
+        .with_columns(
+            met=(pl.col("ratio") <= 1.0)
+            | ((pl.col("best_peer_error") < tiny) & (pl.col("median_error") < tiny))
+        )
+        .sort("game", "background", "budget", "median_error")
+    )
+
+
+def ours_overview(summary: Any) -> Any:
+    """Per ferroshap estimator: cells, share of cells met (≤ 1.0x the best peer), share ≤ 1.2x,
+    the median and the worst ratio over cells."""
+    import polars as pl
+
+    return (
+        summary.filter(pl.col("library") == "ferroshap", pl.col("ratio").is_not_null())
+        .group_by("method")
+        .agg(
+            pl.len().alias("cells"),
+            pl.col("met").mean().alias("share_le_1"),
+            ((pl.col("ratio") <= 1.2) | pl.col("met")).mean().alias("share_le_1.2"),
+            pl.col("ratio").median().alias("median_ratio"),
+            pl.col("ratio").max().alias("worst_ratio"),
+        )
+        .sort("median_ratio")
+    )
+
+
+def plot_suite(summary: Any, path: str | Path) -> None:
+    """Save a PNG: each ferroshap estimator's ratio to the best peer in every cell (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import polars as pl
+
+    ours = summary.filter(pl.col("library") == "ferroshap", pl.col("ratio").is_not_null())
+    keys = sorted(ours["cell"].unique().to_list())
+    fig, ax = plt.subplots(figsize=(max(8, 0.25 * len(keys)), 5))
+    for method in sorted(ours["method"].unique().to_list()):
+        part = ours.filter(method=method)
+        ratio = dict(zip(part["cell"], part["ratio"], strict=True))
+        ax.plot(range(len(keys)), [ratio.get(k) for k in keys], "o-", label=method, ms=3, lw=0.8)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set(yscale="log", ylabel="median error / best peer's", title="accuracy suite")
+    ax.set_xticks(range(len(keys)), keys, rotation=90, fontsize=6)
+    ax.legend(fontsize="small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

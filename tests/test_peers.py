@@ -1,0 +1,146 @@
+"""The peers (shap 0.54, shapiq 1.8) under ferroshap's benchmark protocol; the accuracy suite."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from ferroshap.bench import run_benchmark, suite
+from ferroshap.bench.estimators import make_estimator
+from ferroshap.bench.games import linear_game, soum_game
+from ferroshap.bench.metrics import relative_error
+from ferroshap.bench.peers import PEERS, Peer, unavailable_reason
+from ferroshap.errors import InvalidArgumentError
+
+#: Peers that enumerate every coalition when the budget covers 2**n: exact there.
+EXACT_AT_FULL_BUDGET = [
+    "shap-kernel",
+    "shapiq-kernel",
+    "shapiq-leverage",
+    "shapiq-unbiased",
+    "shapiq-oddshap",
+    "shapiq-polyshap",
+    "shapiq-proxyshap",
+    "shapiq-msr",
+]
+
+
+def _needs(name: str) -> None:
+    reason = unavailable_reason(name)
+    if reason is not None:
+        pytest.skip(f"{name} {reason}")
+
+
+@pytest.mark.parametrize("name", EXACT_AT_FULL_BUDGET)
+def test_peer_is_exact_when_the_budget_covers_every_coalition(name: str) -> None:
+    _needs(name)
+    game = soum_game(n=6, rows=1, n_background=3, seed=1)
+    phi = PEERS[name].explain(game.model, game.background, game.X, 2**6, 0)
+    # ProxySHAP's regression on its XGBoost proxy's residual keeps ~1e-6 of the proxy's error.
+    tolerance = 1e-5 if name == "shapiq-proxyshap" else 1e-12
+    assert relative_error(phi, game.truth) < tolerance
+
+
+def test_shap_permutation_is_exact_on_an_additive_model() -> None:
+    _needs("shap-permutation")
+    game = linear_game(n=6, rows=2)
+    phi = PEERS["shap-permutation"].explain(game.model, game.background, game.X, 40, 0)
+    assert relative_error(phi, game.truth) < 1e-20
+
+
+@pytest.mark.slow
+def test_spex_recovers_a_sparse_pairwise_game() -> None:
+    _needs("shapiq-spex")
+    game = soum_game(n=12, rows=1, n_background=1, max_order=2)
+    phi = PEERS["shapiq-spex"].explain(game.model, game.background, game.X, 1000, 0)
+    assert relative_error(phi, game.truth) < 1e-6
+
+
+@pytest.mark.slow
+def test_shapiq_proxyspex_runs_under_the_same_protocol() -> None:
+    # Its default proxy search takes ~40 s even on this small game; the error is the proxy's.
+    _needs("shapiq-proxyspex")
+    game = soum_game(n=6, rows=1, n_background=3, seed=1)
+    phi = PEERS["shapiq-proxyspex"].explain(game.model, game.background, game.X, 2**6, 0)
+    assert relative_error(phi, game.truth) < 0.2
+
+
+def test_unknown_peer_lists_the_valid_names() -> None:
+    with pytest.raises(InvalidArgumentError, match="shapiq-oddshap"):
+        make_estimator("shapiq-nope")
+
+
+def test_a_peer_that_cannot_run_is_skipped_with_its_reason(monkeypatch) -> None:
+    old = PEERS["shapiq-kernel"]
+    monkeypatch.setitem(PEERS, "shapiq-kernel", Peer(old.library, (99,), old.explain, old.fast))
+    df = run_benchmark(["linear"], ["leverage", "shapiq-kernel"], [64], [0], quick=True)
+    skipped = df.filter(method="shapiq-kernel")
+    assert skipped["rel_error"].is_nan().all()
+    assert skipped["note"][0].startswith("skipped: needs shapiq>=99")
+    with pytest.raises(InvalidArgumentError, match="cannot run here"):
+        make_estimator("shapiq-kernel")
+
+
+def test_a_budget_reaching_2_to_the_n_is_marked_exact() -> None:
+    df = run_benchmark(["enum"], ["leverage"], [2**10, 64], [0], quick=True)
+    assert df["exact"].to_list() == [True, False]
+    assert "exact" in df["note"][0]
+    assert df["rel_error"][0] < 1e-20
+
+
+def test_suite_smoke_grid_resumes_without_counting_a_cell_twice(tmp_path, monkeypatch) -> None:
+    grid = {"games": ["soum30", "forest"], "backgrounds": [1], "factors": [5, 20]}
+    methods = ["leverage", "kernel"]
+    calls = []
+    real = suite.run_one
+
+    def interrupted(game, method, budget, seed, *args):
+        if len(calls) == 2 * len(methods) * 2:  # the third cell starts
+            raise KeyboardInterrupt
+        calls.append((game.name, budget, seed, method))
+        return real(game, method, budget, seed, *args)
+
+    monkeypatch.setattr(suite, "run_one", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        suite.run_suite(tmp_path, methods=methods, seeds=[0, 1], **grid)
+    done = sorted(p.name for p in (tmp_path / "cells").iterdir())
+    assert done == ["soum30_bg1_b150.parquet", "soum30_bg1_b600.parquet"]
+    monkeypatch.setattr(suite, "run_one", real)
+    runs = suite.run_suite(tmp_path, methods=methods, seeds=[0, 1], **grid)
+    assert runs.height == 4 * 2 * 2  # cells x seeds x methods, each once
+    assert runs.unique(["cell", "seed", "method"]).height == runs.height
+    summary = suite.summarize_suite(runs)
+    assert summary.filter(pl.col("best_peer").is_null()).height == summary.height  # no peer ran
+    assert set(summary["cell"]) == {c.key for c in suite.cells(**grid)}
+
+
+def test_suite_summary_ratios_to_the_best_peer(tmp_path) -> None:
+    _needs("shapiq-kernel")
+    grid = {"games": ["forest"], "backgrounds": [1], "factors": [5]}
+    runs = suite.run_suite(tmp_path, methods=["leverage", "shapiq-kernel"], seeds=[0], **grid)
+    summary = suite.summarize_suite(runs)
+    peer = summary.filter(method="shapiq-kernel")
+    assert peer["ratio"][0] == pytest.approx(1.0)
+    ours = summary.filter(method="leverage")
+    assert ours["ratio"][0] == pytest.approx(ours["median_error"][0] / peer["median_error"][0])
+    assert suite.ours_overview(summary)["cells"].to_list() == [1]
+
+
+def test_suite_rejects_an_unknown_game() -> None:
+    with pytest.raises(InvalidArgumentError, match="soum30"):
+        suite.cells(["nope"])
+
+
+def test_suite_script_smoke_form(tmp_path) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benches" / "suite.py"
+    spec = importlib.util.spec_from_file_location("suite_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--smoke", "--out", str(tmp_path)]) == 0
+    runs = pl.read_parquet(tmp_path / "suite.parquet")
+    assert set(runs["game"]) == set(suite.SMOKE_GAMES)
+    assert set(runs["seed"]) == {0, 1}
+    assert (tmp_path / "suite.png").read_bytes()[:4] == b"\x89PNG"
