@@ -144,3 +144,16 @@ def test_suite_script_smoke_form(tmp_path) -> None:
     assert set(runs["game"]) == set(suite.SMOKE_GAMES)
     assert set(runs["seed"]) == {0, 1}
     assert (tmp_path / "suite.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_suite_rerun_with_another_estimator_runs_only_that_one(tmp_path, monkeypatch) -> None:
+    grid = {"games": ["forest"], "backgrounds": [1], "factors": [5]}
+    suite.run_suite(tmp_path, methods=["leverage"], seeds=[0, 1], **grid)
+    calls = []
+    real = suite.run_one
+    monkeypatch.setattr(suite, "run_one", lambda g, m, *a: calls.append(m) or real(g, m, *a))
+    runs = suite.run_suite(tmp_path, methods=["leverage", "kernel"], seeds=[0, 1], **grid)
+    assert calls == ["kernel", "kernel"]
+    assert runs.height == 4
+    with pytest.raises(InvalidArgumentError, match="seeds"):
+        suite.run_suite(tmp_path, methods=["leverage"], seeds=[5], **grid)

@@ -5,8 +5,9 @@ whose budget reaches ``2**n`` is run all the same and marked ``exact``) x backgr
 :data:`BACKGROUNDS` rows, :data:`ROWS` explained rows, seeds ``0 .. 19``. A *cell* is one (game,
 background, budget); every cell is written to its own Parquet file under ``<out>/cells/`` when it
 is complete (through a temporary file), so an interrupted suite resumes where it stopped and no
-cell is counted twice. The summary gives, per cell and estimator, the median error over seeds, the
-ratio to the best peer's, and the wall seconds per explained row.
+cell is counted twice; a rerun with more estimators runs only the new ones in each cell. The
+summary gives, per cell and estimator, the median error over seeds, the ratio to the best peer's,
+and the wall seconds per explained row.
 
 Run it with ``python benches/suite.py`` (``--smoke`` for the small grid the tests run).
 """
@@ -154,7 +155,8 @@ def run_suite(
     factors: Sequence[int] = BUDGET_FACTORS,
     progress: Callable[[str], None] | None = None,
 ) -> Any:
-    """Run every cell not yet in ``out/cells`` and return every run of the grid.
+    """Run what ``out/cells`` does not hold yet (whole cells, or the estimators a cell lacks) and
+    return every run of the grid for ``methods``.
 
     Parameters
     ----------
@@ -182,7 +184,15 @@ def run_suite(
     built: dict[tuple[str, int], BenchGame] = {}
     for cell in cells(games, backgrounds, factors):
         path = folder / f"{cell.key}.parquet"
-        if path.exists():
+        previous = pl.read_parquet(path) if path.exists() else None
+        done = set() if previous is None else set(previous["method"].unique())
+        todo = [m for m in methods if m not in done]
+        if previous is not None and set(previous["seed"].unique()) != set(seeds):
+            raise InvalidArgumentError(
+                f"seeds: {path} holds seeds {sorted(previous['seed'].unique())}, not {list(seeds)};"
+                " use another out folder for another seed range"
+            )
+        if not todo:
             continue
         start = time.perf_counter()
         game = built.get((cell.game, cell.background))
@@ -191,16 +201,19 @@ def run_suite(
         records = [
             run_one(game, method, cell.budget, seed) | {"background": cell.background}
             for seed in seeds
-            for method in methods
+            for method in todo
         ]
         frame = pl.DataFrame(records).with_columns(cell=pl.lit(cell.key), game=pl.lit(cell.game))
+        if previous is not None:
+            frame = pl.concat([previous, frame], how="diagonal_relaxed")
         partial = path.with_suffix(".parquet.tmp")
         frame.write_parquet(partial)
         os.replace(partial, path)
         if progress is not None:
             progress(f"{cell.key}: {len(records)} runs in {time.perf_counter() - start:.1f} s")
     wanted = [folder / f"{c.key}.parquet" for c in cells(games, backgrounds, factors)]
-    return pl.concat([pl.read_parquet(p) for p in wanted], how="diagonal_relaxed")
+    runs = pl.concat([pl.read_parquet(p) for p in wanted], how="diagonal_relaxed")
+    return runs.filter(pl.col("method").is_in(methods))
 
 
 def summarize_suite(runs: Any, tiny: float = 1e-12) -> Any:
