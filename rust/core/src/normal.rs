@@ -192,19 +192,36 @@ fn for_each_player(mask: &[u64], mut f: impl FnMut(usize)) {
     }
 }
 
+/// Players per tile of the Gram computation: a tile's bit sets stay in cache while every later
+/// column streams past them once.
+const TILE: usize = 8;
+
 /// `P (Zᵀ diag(ω) Z) P` from the packed proper rows (`words` per row), through weighted
 /// popcounts of column bit sets grouped by weight.
 fn projected_gram(n: usize, bits: &[u64], words: usize, weights: &[f64]) -> Mat<f64> {
     let columns = ColumnBits::new(n, bits, words, weights);
-    let upper: Vec<Vec<f64>> = (0..n)
+    // Tile t holds, for each j ≥ its first player, the overlaps of j with the tile's players.
+    let tiles: Vec<Vec<[f64; TILE]>> = (0..n.div_ceil(TILE))
         .into_par_iter()
-        .map(|i| (i..n).map(|j| columns.weighted_overlap(i, j)).collect())
+        .map(|t| {
+            let first = t * TILE;
+            (first..n)
+                .map(|j| columns.weighted_overlaps(first, j))
+                .collect()
+        })
         .collect();
     let mut gram = Mat::<f64>::zeros(n, n);
-    for (i, row) in upper.iter().enumerate() {
-        for (k, &value) in row.iter().enumerate() {
-            gram[(i, i + k)] = value;
-            gram[(i + k, i)] = value;
+    for (t, tile) in tiles.iter().enumerate() {
+        let first = t * TILE;
+        for (k, overlaps) in tile.iter().enumerate() {
+            let j = first + k;
+            for (b, &value) in overlaps.iter().enumerate() {
+                let i = first + b;
+                if i <= j {
+                    gram[(i, j)] = value;
+                    gram[(j, i)] = value;
+                }
+            }
         }
     }
     let inv_n = 1.0 / n as f64;
@@ -218,7 +235,7 @@ fn projected_gram(n: usize, bits: &[u64], words: usize, weights: &[f64]) -> Mat<
 /// Each player's bit set over the proper rows, rows grouped by weight so that every word holds
 /// rows of one weight only.
 struct ColumnBits {
-    /// `n × stride` words, player-major.
+    /// `n × stride` words, player-major, then zero columns up to a whole number of tiles.
     bits: Vec<u64>,
     stride: usize,
     /// The weight of the rows in each word.
@@ -249,7 +266,7 @@ impl ColumnBits {
             ));
         }
         let stride = word_weights.len();
-        let mut bits = vec![0u64; n * stride];
+        let mut bits = vec![0u64; n.div_ceil(TILE) * TILE * stride];
         for (p, &(word, bit)) in placement.iter().enumerate() {
             for_each_player(&rows[p * words..(p + 1) * words], |i| {
                 bits[i * stride + word] |= 1 << bit;
@@ -262,15 +279,19 @@ impl ColumnBits {
         }
     }
 
-    /// `Σ_p ω_p z_pi z_pj`.
-    fn weighted_overlap(&self, i: usize, j: usize) -> f64 {
-        let a = &self.bits[i * self.stride..(i + 1) * self.stride];
-        let b = &self.bits[j * self.stride..(j + 1) * self.stride];
-        a.iter()
-            .zip(b)
-            .zip(&self.word_weights)
-            .map(|((x, y), w)| w * f64::from((x & y).count_ones()))
-            .sum()
+    /// `Σ_p ω_p z_pi z_pj` for the players `i` of the tile starting at `first` (players past
+    /// `n` give 0), against player `j`. Each sum runs over the words in order, so the value of
+    /// an entry does not depend on the tiling.
+    fn weighted_overlaps(&self, first: usize, j: usize) -> [f64; TILE] {
+        let column = |i: usize| &self.bits[i * self.stride..(i + 1) * self.stride];
+        let tile: [&[u64]; TILE] = std::array::from_fn(|b| column(first + b));
+        let mut acc = [0.0; TILE];
+        for (k, (&yk, &w)) in column(j).iter().zip(&self.word_weights).enumerate() {
+            for (a, x) in acc.iter_mut().zip(&tile) {
+                *a += w * f64::from((x[k] & yk).count_ones());
+            }
+        }
+        acc
     }
 }
 

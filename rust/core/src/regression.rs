@@ -48,12 +48,15 @@ impl FromStr for Solver {
     type Err = CoreError;
 
     fn from_str(s: &str) -> Result<Self> {
-        Self::ALL.into_iter().find(|c| c.name() == s).ok_or_else(|| {
-            CoreError::invalid(
-                "solver",
-                format!("expected one of \"auto\", \"svd\", \"normal\", got {s:?}"),
-            )
-        })
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| {
+                CoreError::invalid(
+                    "solver",
+                    format!("expected one of \"auto\", \"svd\", \"normal\", got {s:?}"),
+                )
+            })
     }
 }
 

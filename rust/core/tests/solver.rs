@@ -23,7 +23,9 @@ fn design(method: Method, n: usize, budget: u64, seed: u64) -> Design {
 /// `columns` random value columns, row-major `m × columns`.
 fn random_values(m: usize, columns: usize, seed: u64) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..m * columns).map(|_| rng.random_range(-1.0..1.0)).collect()
+    (0..m * columns)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect()
 }
 
 /// Largest per-column relative ℓ2 difference of two `columns × n` results.
