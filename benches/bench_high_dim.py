@@ -33,9 +33,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import ferroshap as fs  # noqa: E402
-from ferroshap import _core  # noqa: E402
-from protocols import SHAP, estimators, near_free_problem, to_markdown  # noqa: E402
+from protocols import SHAP, estimators, near_free_problem, to_markdown
+
+import ferroshap as fs
+from ferroshap import _core
 
 
 def seconds(fn: object) -> float:

@@ -1,5 +1,5 @@
 """The memory estimate and the ``max_memory`` cap of every engine: the error comes before any
-large allocation (``n = 10**9`` included), bad caps are refused, and the estimate is within 2×
+large allocation (``n = 10**9`` included), bad caps are refused, and the estimate is within 2x
 of the peak measured in a fresh process on three sizes."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_every_engine_checks_its_cap():
         fs.exact_interactions(additive, 10, max_memory=tiny)
     with pytest.raises(InvalidArgumentError, match="ProxySPEX with n=30, budget=500"):
         fs.ProxySPEX(additive, n=30, budget=500, max_memory=tiny).explain()
-    with pytest.raises(InvalidArgumentError, match="FourierSketch.fit with length=10"):
+    with pytest.raises(InvalidArgumentError, match=r"FourierSketch\.fit with length=10"):
         fs.FourierSketch.fit(lambda s: np.zeros(len(s)), 10, "AC", 200, max_memory=tiny)
 
 

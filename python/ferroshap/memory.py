@@ -4,8 +4,8 @@ is allocated.
 Each estimate adds up the big buffers an engine holds at its peak, from its arguments alone: the
 bit-packed design and the coalition index built while planning and the coalition values for the
 whole run; then the larger of the query phase (the boolean masks, one chunk of masked model
-inputs of ``max_bytes``) and the estimate phase (the solver's matrices: the SVD's ``m × n``
-design and ``n × m`` operator, or the normal equations' bit sets and ``n × n`` matrices; the
+inputs of ``max_bytes``) and the estimate phase (the solver's matrices: the SVD's ``m x n``
+design and ``n x m`` operator, or the normal equations' bit sets and ``n x n`` matrices; the
 results). Small objects and the interpreter are left out, so the estimate is the memory an
 engine adds on top of what the process already uses.
 
@@ -129,9 +129,9 @@ def solver_bytes(method: str, n: int, m: int, solver: str = "auto") -> int:
     """The estimate phase's matrices for ``m`` coalitions of ``n`` players.
 
     Regression methods on the normal equations keep bit sets (``n`` columns of about ``m / 64``
-    words plus one per weight group) and three ``n × n`` matrices while building the factor; on
-    the SVD, the ``m × n`` design, its ``U`` and the ``n × m`` operator. Other sampling methods
-    hold an ``n × m`` operator. Exact enumeration holds the table only.
+    words plus one per weight group) and three ``n x n`` matrices while building the factor; on
+    the SVD, the ``m x n`` design, its ``U`` and the ``n x m`` operator. Other sampling methods
+    hold an ``n x m`` operator. Exact enumeration holds the table only.
     """
     if method == "exact" or (n < 63 and m >= 2**n):
         return m * FLOAT
@@ -158,7 +158,7 @@ def sampling_estimate(
     """Peak of a sampling engine (:class:`~ferroshap.Explainer`,
     :func:`~ferroshap.shapley_values`): ``designs`` designs (one per row with
     ``per_row_design``), each with its masks and solver, one chunk of model input (none for a
-    raw game, ``max_bytes=None``: it receives the masks), the values of ``rows × outputs`` games
+    raw game, ``max_bytes=None``: it receives the masks), the values of ``rows x outputs`` games
     and their Shapley values."""
     m = design_rows(n, budget)
     columns = rows * outputs
@@ -185,7 +185,7 @@ def exact_estimate(n: int, outputs: int = 1) -> Estimate:
 
 
 def proxyspex_estimate(n: int, budget: int) -> Estimate:
-    """Peak of :class:`~ferroshap.ProxySPEX`: the ``budget × n`` masks, the proxy's training
+    """Peak of :class:`~ferroshap.ProxySPEX`: the ``budget x n`` masks, the proxy's training
     data (float64) and the values."""
     return Estimate(
         held={
@@ -197,7 +197,7 @@ def proxyspex_estimate(n: int, budget: int) -> Estimate:
 
 
 def sketch_estimate(length: int, budget: int, max_bytes: int = DEFAULT_MAX_BYTES) -> Estimate:
-    """Peak of :meth:`~ferroshap.FourierSketch.fit`: the ``budget × length`` query codes, their
+    """Peak of :meth:`~ferroshap.FourierSketch.fit`: the ``budget x length`` query codes, their
     values and one chunk of model input."""
     return Estimate(
         held={
