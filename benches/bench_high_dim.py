@@ -9,14 +9,17 @@ Three parts, each printed as a markdown table plus one JSON line:
     warm-up) in the same process; plus the core's plan and first/second estimate seconds.
 ``large``
     n = 4096, budget 40 000, one row, in a fresh process: wall seconds and peak RSS
-    (``ru_maxrss``), then the same process times the parts separately (plan, the boolean masks,
+    (``ru_maxrss``) and CPU seconds (all threads), then the same process times the parts separately (plan, the boolean masks,
     the first estimate on random values) so that what remains of the wall time is the masked
     inputs and the model.
 ``crossover``
     the core's first estimate (factorization and solve) with ``solver="svd"`` and
     ``solver="normal"`` on leverage designs of budget ``20 n`` for growing n.
+``agreement``
+    the largest per-row relative l2 difference between the two solvers on the benchmarks'
+    designs (n = 30, budget 2048; n = 784, budget 20 000), every regression method.
 
-Run: ``python benches/bench_high_dim.py {targets,large,crossover,all} [--repeat K]``.
+Run: ``python benches/bench_high_dim.py {targets,large,crossover,agreement,all} [--repeat K]``.
 """
 
 from __future__ import annotations
@@ -70,7 +73,9 @@ def targets(repeat: int) -> list[dict]:
     model, background, X = near_free_problem(n, rows)
     explain = lambda x: fs.Explainer(model, background, budget=budget)(x)  # noqa: E731
     explain(X[:1])
+    cpu = time.process_time()
     ferro = min(seconds(lambda: explain(X)) for _ in range(repeat))
+    cpu = (time.process_time() - cpu) / repeat
     shap_row = seconds(lambda: estimators([SHAP])[SHAP](model, background, X[:1], budget, 0))
     parts = core_parts(n, budget, rows)
     return [
@@ -79,6 +84,7 @@ def targets(repeat: int) -> list[dict]:
             "rows": rows,
             "s_total": ferro,
             "s_per_row": ferro / rows,
+            "cpu_s_per_run": cpu,
             "vs_shap": shap_row / (ferro / rows),
         }
         | parts,
@@ -94,12 +100,12 @@ from protocols import near_free_problem
 from bench_high_dim import core_parts
 n, budget = 4096, 40000
 model, background, X = near_free_problem(n, 1)
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 fs.Explainer(model, background, budget=budget)(X)
-wall = time.perf_counter() - start
+wall, cpu = time.perf_counter() - start, time.process_time() - cpu
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"n": n, "budget": budget, "wall_s": wall, "peak_rss_gb": peak / 1e9}
-                 | core_parts(n, budget, 1)))
+print(json.dumps({"n": n, "budget": budget, "wall_s": wall, "cpu_s": cpu,
+                  "peak_rss_gb": peak / 1e9} | core_parts(n, budget, 1)))
 """
 
 
@@ -133,12 +139,38 @@ def crossover(repeat: int) -> list[dict]:
     return records
 
 
+def agreement() -> list[dict]:
+    """Per-row relative l2 difference of the two solvers on the benchmarks' designs (random
+    values, 10 columns), for every regression method."""
+    records = []
+    for n, budget in ((30, 2048), (784, 20000)):
+        for method in ("kernel", "kernel-wor", "leverage", "modified-l2"):
+            phi = {}
+            for solver in ("svd", "normal"):
+                design = _core.plan(method, n, budget, 0, solver=solver)
+                values = np.random.default_rng(1).normal(size=(design.n_coalitions, 10))
+                phi[solver] = (design.estimate(values), design.solver())
+            (svd, _), (normal, used) = phi["svd"], phi["normal"]
+            diff = np.linalg.norm(normal - svd, axis=1) / np.linalg.norm(svd, axis=1)
+            records.append(
+                {
+                    "n": n,
+                    "budget": budget,
+                    "method": method,
+                    "solver": used,
+                    "max_rel_l2": float(diff.max()),
+                }
+            )
+    return records
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("targets", "large", "crossover", "all"))
+    parser.add_argument("part", choices=("targets", "large", "crossover", "agreement", "all"))
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    parts = ("targets", "large", "crossover") if args.part == "all" else (args.part,)
+    every = ("targets", "large", "crossover", "agreement")
+    parts = every if args.part == "all" else (args.part,)
     for part in parts:
         started = time.strftime("%Y-%m-%d %H:%M")
         load = " ".join(f"{x:.1f}" for x in __import__("os").getloadavg())
@@ -146,6 +178,8 @@ def main() -> None:
             records = targets(args.repeat)
         elif part == "large":
             records = large()
+        elif part == "agreement":
+            records = agreement()
         else:
             records = crossover(args.repeat)
         print(f"\n### {part} ({started}, load {load})\n")
