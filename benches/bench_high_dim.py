@@ -8,10 +8,10 @@ Three parts, each printed as a markdown table plus one JSON line:
     ``--repeat`` runs), shap's ``KernelExplainer`` one row (``nsamples = budget - 2``, no
     warm-up) in the same process; plus the core's plan and first/second estimate seconds.
 ``large``
-    n = 4096, budget 40 000, one row, in a fresh process: wall seconds and peak RSS
-    (``ru_maxrss``) and CPU seconds (all threads), then the same process times the parts separately (plan, the boolean masks,
-    the first estimate on random values) so that what remains of the wall time is the masked
-    inputs and the model.
+    n = 4096, budget 40 000, one row, in a fresh process: wall seconds, CPU seconds (all
+    threads) and peak RSS (``ru_maxrss``); then the same process times the parts separately
+    (plan, the boolean masks, the first estimate on random values) so that what remains of
+    the wall time is the masked inputs and the model.
 ``crossover``
     the core's first estimate (factorization and solve) with ``solver="svd"`` and
     ``solver="normal"`` on leverage designs of budget ``20 n`` for growing n.

@@ -6,11 +6,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "CROSSOVER_PLAYERS",
     "INDICES",
     "INTERACTION_INDICES",
     "MAX_EXACT_PLAYERS",
     "MAX_TABLE_PLAYERS",
     "METHODS",
+    "SOLVERS",
     "Design",
     "SketchPlan",
     "SparseFunction",
