@@ -109,3 +109,8 @@ def test_the_estimate_is_within_twice_the_measured_peak(method, n, budget):
     added = json.loads(result.stdout)["added"]
     estimate = memory.sampling_estimate(method, n, budget, max_bytes=None).total
     assert estimate / 2 <= added <= 2 * estimate, (added, estimate)
+
+
+def test_exact_enumeration_is_sized_by_two_to_the_n_not_the_budget():
+    small = memory.sampling_estimate("exact", 20, budget=16, max_bytes=None)
+    assert small.parts["masks"] == 2**20 * 20

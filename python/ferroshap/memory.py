@@ -160,7 +160,7 @@ def sampling_estimate(
     ``per_row_design``), each with its masks and solver, one chunk of model input (none for a
     raw game, ``max_bytes=None``: it receives the masks), the values of ``rows x outputs`` games
     and their Shapley values."""
-    m = design_rows(n, budget)
+    m = 2**n if method == "exact" else design_rows(n, budget)
     columns = rows * outputs
     return Estimate(
         held={"design": designs * design_bytes(n, m), "values": 2 * m * columns * FLOAT},
