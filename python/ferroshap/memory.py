@@ -130,7 +130,7 @@ def solver_bytes(method: str, n: int, m: int, solver: str = "auto") -> int:
 
     Regression methods on the normal equations keep bit sets (``n`` columns of about ``m / 64``
     words plus one per weight group) and three ``n x n`` matrices while building the factor; on
-    the SVD, the ``m x n`` design, its ``U`` and the ``n x m`` operator. Other sampling methods
+    the SVD, the ``m x n`` design, its thin factors and the ``n x m`` operator. Other sampling methods
     hold an ``n x m`` operator. Exact enumeration holds the table only.
     """
     if method == "exact" or (n < 63 and m >= 2**n):
@@ -141,7 +141,8 @@ def solver_bytes(method: str, n: int, m: int, solver: str = "auto") -> int:
         column_words = n * (m // 64 + n // 2 + 2) * WORD
         return column_words + m * math.ceil(n / 64) * WORD + 3 * n * n * FLOAT
     if regression:
-        return 3 * m * n * FLOAT + n * n * FLOAT
+        rank = min(m, n)
+        return (3 * m * n + (m + n) * rank) * FLOAT
     return 2 * m * n * FLOAT
 
 
