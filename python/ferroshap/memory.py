@@ -130,8 +130,8 @@ def solver_bytes(method: str, n: int, m: int, solver: str = "auto") -> int:
 
     Regression methods on the normal equations keep bit sets (``n`` columns of about ``m / 64``
     words plus one per weight group) and three ``n x n`` matrices while building the factor; on
-    the SVD, the ``m x n`` design, its thin factors and the ``n x m`` operator. Other sampling methods
-    hold an ``n x m`` operator. Exact enumeration holds the table only.
+    the SVD, the ``m x n`` design, its thin factors and the ``n x m`` operator. Other sampling
+    methods hold an ``n x m`` operator. Exact enumeration holds the table only.
     """
     if method == "exact" or (n < 63 and m >= 2**n):
         return m * FLOAT
