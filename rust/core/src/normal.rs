@@ -301,14 +301,20 @@ fn overlaps_popcnt(tile: &[&[u64]; TILE], y: &[u64], weights: &[f64]) -> [f64; T
     overlaps(tile, y, weights)
 }
 
-/// `Σ_k weights[k] · popcount(x[k] ∧ y[k])` for each column `x` of `tile`.
+/// `Σ_k weights[k] · popcount(x[k] ∧ y[k])` for each column `x` of `tile` (all sliced to one
+/// length first, so that the loop runs without bounds checks). Plain index loops: measured a
+/// third faster here than the iterator form, which LLVM unrolls less well.
 #[inline(always)]
+#[allow(clippy::needless_range_loop)]
 fn overlaps(tile: &[&[u64]; TILE], y: &[u64], weights: &[f64]) -> [f64; TILE] {
-    let tile: [&[u64]; TILE] = std::array::from_fn(|b| &tile[b][..y.len()]);
+    let len = y.len().min(weights.len());
+    let (y, weights) = (&y[..len], &weights[..len]);
+    let tile: [&[u64]; TILE] = std::array::from_fn(|b| &tile[b][..len]);
     let mut acc = [0.0; TILE];
-    for (k, (&yk, &w)) in y.iter().zip(weights).enumerate() {
-        for (a, x) in acc.iter_mut().zip(&tile) {
-            *a += w * f64::from((x[k] & yk).count_ones());
+    for k in 0..len {
+        let (yk, w) = (y[k], weights[k]);
+        for b in 0..TILE {
+            acc[b] += w * f64::from((tile[b][k] & yk).count_ones());
         }
     }
     acc
