@@ -6,11 +6,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "CROSSOVER_PLAYERS",
     "INDICES",
     "INTERACTION_INDICES",
     "MAX_EXACT_PLAYERS",
     "MAX_TABLE_PLAYERS",
     "METHODS",
+    "SOLVERS",
     "Design",
     "SketchPlan",
     "SparseFunction",
@@ -33,6 +35,12 @@ METHODS: list[str]
 
 MAX_EXACT_PLAYERS: int
 """Largest number of players that full enumeration accepts (24)."""
+
+SOLVERS: list[str]
+"""Regression solvers :func:`plan` accepts: ``"auto"``, ``"svd"``, ``"normal"``."""
+
+CROSSOVER_PLAYERS: int
+"""Fewest players for which ``solver="auto"`` takes the normal equations."""
 
 @final
 class Design:
@@ -79,13 +87,19 @@ class Design:
         ``None`` before the first :meth:`estimate` call and for non-regression methods. A full-rank
         design has rank ``n - 1``.
         """
+    def solver(self) -> str | None:
+        """The regression solver in use, ``"svd"`` or ``"normal"`` (see :data:`SOLVERS`).
+
+        ``None`` before the first :meth:`estimate` call and for non-regression methods.
+        """
     def estimate(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
         """Shapley values from the coalition values.
 
         ``values`` has shape ``[m]`` or ``[m, r]`` (one column per explained row and output,
         float64, finite). Returns ``[n]`` or ``[r, n]``. The first call factorizes the design;
         later calls reuse the factorization. Each column sums exactly (to rounding) to
-        ``v(N) - v(empty)``. Releases the GIL.
+        ``v(N) - v(empty)``. Releases the GIL. Warns (``UserWarning``) when an ill-conditioned
+        full-rank design made the normal equations fall back to the SVD.
         """
 
 def plan(
@@ -95,8 +109,14 @@ def plan(
     seed: int,
     paired: bool = True,
     stream: int = 0,
+    solver: str = "auto",
 ) -> Design:
     """Plan a design for ``method`` (one of :data:`METHODS`) on ``n_players`` players.
+
+    ``solver`` (one of :data:`SOLVERS`) picks the regression solver: ``"auto"`` uses the
+    bit-aware normal equations from a few dozen players on and the SVD below; ``"svd"`` always
+    the SVD; ``"normal"`` the normal equations whenever they are accurate. Rank-deficient or
+    ill-conditioned designs always use the SVD.
 
     ``budget`` counts distinct coalitions, empty and grand included; with ``paired=True`` an odd
     budget is rounded down. ``budget >= 2**n`` (or ``method="exact"``) gives full enumeration.

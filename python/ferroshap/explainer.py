@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core
+from ferroshap import _core, memory
 from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array, check_finite, to_numpy
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
@@ -83,6 +83,10 @@ class Explainer:
     cross_fit
         ``method="tree-msr"`` only: fit its proxy on ``cross_fit`` folds of coalition pairs
         (each pair's residual from the proxy that did not see it) instead of on all samples.
+    max_memory
+        Cap in bytes on the estimated peak memory (default: half of the available memory,
+        see :mod:`ferroshap.memory`); above it an ``InvalidArgumentError`` naming ``n``,
+        ``budget`` and the estimate is raised before anything large is allocated.
 
     Notes
     -----
@@ -124,7 +128,12 @@ class Explainer:
         link: str = "identity",
         output_index: int | None = None,
         cross_fit: int | None = None,
+        *,
+        max_memory: int | None = None,
     ) -> None:
+        if max_memory is not None:
+            memory.resolve_max_memory(max_memory)
+        self.max_memory = max_memory
         if link not in LINKS:
             raise InvalidArgumentError(f"link must be one of {LINKS}; got {link!r}")
         self.link = link
@@ -194,6 +203,21 @@ class Explainer:
             link=self.link,
         )
         rows = int(x.shape[0])
+        memory.check(
+            "Explainer",
+            memory.sampling_estimate(
+                self._planned,
+                n,
+                self.budget,
+                rows=rows,
+                max_bytes=self.max_bytes,
+                designs=rows if self.per_row_design else 1,
+            ),
+            self.max_memory,
+            n=n,
+            budget=self.budget,
+            rows=rows,
+        )
         seed = draw_seed(self.seed)
         streams = range(1, rows + 1) if self.per_row_design else [0]
         designs = _plan(self._planned, n, self.budget, seed, self.paired, streams)
@@ -226,6 +250,8 @@ def shapley_values(
     seed: Seed = 0,
     paired: bool = True,
     cross_fit: int | None = None,
+    *,
+    max_memory: int | None = None,
 ) -> np.ndarray:
     """Shapley values of a game given as a function of coalitions.
 
@@ -236,7 +262,7 @@ def shapley_values(
         ``masks[j, i]`` is true when player ``i`` is in coalition ``j``.
     n
         Number of players.
-    method, budget, seed, paired, cross_fit
+    method, budget, seed, paired, cross_fit, max_memory
         As for :class:`Explainer`.
 
     Returns
@@ -258,6 +284,8 @@ def shapley_values(
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
     planned, proxy = resolve(method, n, budget)
+    estimate = memory.sampling_estimate(planned, n, budget, max_bytes=None)
+    memory.check("shapley_values", estimate, max_memory, n=n, budget=budget)
     (design,) = _plan(planned, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
     raw = RawGame(game, n)
     (phi,) = _estimate([design], [raw.evaluate(design.masks())], proxy, cross_fit)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core
+from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.games import RawGame
 from ferroshap.validation import check_int
@@ -395,7 +395,12 @@ def all_masks(n: int) -> np.ndarray:
 
 
 def exact_interactions(
-    game: Callable[[np.ndarray], Any], n: int, index: str = "k-SII", max_order: int = 2
+    game: Callable[[np.ndarray], Any],
+    n: int,
+    index: str = "k-SII",
+    max_order: int = 2,
+    *,
+    max_memory: int | None = None,
 ) -> Interactions:
     """Exact interaction values by enumerating all ``2**n`` coalitions (the oracle).
 
@@ -412,6 +417,9 @@ def exact_interactions(
         One of :data:`INDICES`.
     max_order
         Largest interaction order (≥ 1; SV and BV use 1).
+    max_memory
+        Cap in bytes on the estimated peak memory (default: half of the available memory);
+        above it an ``InvalidArgumentError`` is raised before enumerating.
 
     Examples
     --------
@@ -429,6 +437,7 @@ def exact_interactions(
             f"n must be between 1 and {_core.MAX_TABLE_PLAYERS} for exact enumeration, got {n}"
         )
     index, max_order = check_index(index), check_order(max_order)
+    memory.check("exact_interactions", memory.exact_estimate(int(n)), max_memory, n=int(n))
     table = RawGame(game, int(n)).evaluate(all_masks(int(n)))
     if table.shape[1] != 1:
         raise InvalidArgumentError(

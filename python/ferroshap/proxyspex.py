@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core
+from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.games import RawGame
 from ferroshap.interactions import Interactions, all_masks, check_index, check_order, r_squared
@@ -92,6 +92,10 @@ class ProxySPEX:
         Overrides of :data:`DEFAULT_PROXY_PARAMS` (LightGBM parameter names).
     feature_names
         Player names (default: the masker's column names, if any).
+    max_memory
+        Cap in bytes on the estimated peak memory (default: half of the available memory,
+        see :mod:`ferroshap.memory`); above it an ``InvalidArgumentError`` naming ``n``,
+        ``budget`` and the estimate is raised before anything large is allocated.
 
     Examples
     --------
@@ -114,7 +118,12 @@ class ProxySPEX:
         validation_fraction: float = 0.2,
         proxy_params: dict[str, Any] | None = None,
         feature_names: Sequence[str] | None = None,
+        *,
+        max_memory: int | None = None,
     ) -> None:
+        if max_memory is not None:
+            memory.resolve_max_memory(max_memory)
+        self.max_memory = max_memory
         if masker is None:
             if not callable(game_or_model):
                 raise InvalidTypeError(f"game must be callable, got {type(game_or_model).__name__}")
@@ -176,6 +185,8 @@ class ProxySPEX:
                 raise InvalidArgumentError("x (the input to explain) is required with a masker")
             game, n = self.masker.game(self._model, x)
         assert n is not None
+        estimate = memory.proxyspex_estimate(n, self.budget)
+        memory.check("ProxySPEX", estimate, self.max_memory, n=n, budget=self.budget)
         names = self.feature_names or getattr(self.masker, "feature_names", None)
         if names is not None and len(names) != n:
             raise InvalidArgumentError(f"feature_names has {len(names)} names for {n} players")

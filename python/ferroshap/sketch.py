@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core
+from ferroshap import _core, memory
 from ferroshap.backend import (
     DEFAULT_MAX_BYTES,
     check_finite,
@@ -243,6 +243,7 @@ class FourierSketch:
         batch_size: int | None = None,
         progress: bool = False,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        max_memory: int | None = None,
     ) -> FourierSketch:
         """Sketch ``model`` on sequences of ``length`` letters from ``alphabet``.
 
@@ -271,6 +272,9 @@ class FourierSketch:
             Show a tqdm progress bar over the queries.
         max_bytes
             Cap on the bytes of one batch of model input.
+        max_memory
+            Cap in bytes on the estimated peak memory (default: half of the available memory);
+            above it an ``InvalidArgumentError`` naming the estimate is raised before planning.
 
         Returns
         -------
@@ -287,6 +291,8 @@ class FourierSketch:
         offsets = check_int(offsets, "offsets", 1)
         batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
         max_bytes = check_int(max_bytes, "max_bytes", 1)
+        estimate = memory.sketch_estimate(length, budget, max_bytes)
+        memory.check("FourierSketch.fit", estimate, max_memory, length=length, budget=budget)
         seed_value = draw_seed(check_seed(seed))
         started = time.perf_counter()
         plan = _core.sketch_plan(codec.q, length, budget, seed_value, offsets)

@@ -7,8 +7,9 @@ use rayon::prelude::*;
 
 use crate::error::{CoreError, Result};
 use crate::exact::shapley_from_table;
+use crate::regression::{Regression, RegressionFit, Solver};
 use crate::sampling::{Design, EstimatorKind, PermutationPath};
-use crate::solve::{matrix_vector_operator, regression_operator, LinearOperator, COLUMN_BLOCK};
+use crate::solve::{matrix_vector_operator, LinearOperator, COLUMN_BLOCK};
 
 /// A design's factorized estimator: build once, apply to many value columns.
 #[derive(Debug, Clone)]
@@ -23,15 +24,21 @@ pub struct Estimator {
 #[derive(Debug, Clone)]
 enum Kind {
     Linear(LinearOperator),
+    Regression(RegressionFit),
     Enumeration,
 }
 
 impl Estimator {
-    /// Factorizes `design` (the SVD for regression designs; `O(m n²)`).
+    /// Factorizes `design` with the automatic regression solver ([`Solver::Auto`]).
     pub fn new(design: &Design) -> Result<Self> {
+        Self::with_solver(design, Solver::Auto)
+    }
+
+    /// Factorizes `design`; regression designs use `solver` (see [`crate::regression`]).
+    pub fn with_solver(design: &Design, solver: Solver) -> Result<Self> {
         let n = design.n_players;
         let kind = match &design.estimator {
-            EstimatorKind::Regression => Kind::Linear(regression_operator(design)?),
+            EstimatorKind::Regression => Kind::Regression(RegressionFit::new(design, solver)?),
             EstimatorKind::MatrixVector => Kind::Linear(matrix_vector_operator(design)?),
             EstimatorKind::Permutation(paths) => {
                 Kind::Linear(permutation_operator(n, design.n_coalitions(), paths))
@@ -52,8 +59,24 @@ impl Estimator {
     /// Numerical rank of the projected weighted design, for regression designs.
     pub fn rank(&self) -> Option<usize> {
         match &self.kind {
-            Kind::Linear(op) => op.rank,
-            Kind::Enumeration => None,
+            Kind::Regression(fit) => Some(fit.rank(self.n_players)),
+            Kind::Linear(_) | Kind::Enumeration => None,
+        }
+    }
+
+    /// The regression solver in use (`"svd"` or `"normal"`), for regression designs.
+    pub fn solver_name(&self) -> Option<&'static str> {
+        match &self.kind {
+            Kind::Regression(fit) => Some(fit.solver_name()),
+            Kind::Linear(_) | Kind::Enumeration => None,
+        }
+    }
+
+    /// A warning for users when an ill-conditioned full-rank design sent the solve to the SVD.
+    pub fn conditioning_warning(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Regression(fit) => fit.conditioning_warning(self.n_players),
+            Kind::Linear(_) | Kind::Enumeration => None,
         }
     }
 
@@ -92,9 +115,20 @@ impl Estimator {
         }
         let y = MatRef::from_row_major_slice(values, m, n_columns);
         match &self.kind {
-            Kind::Linear(op) => {
+            Kind::Linear(op)
+            | Kind::Regression(RegressionFit {
+                regression: Regression::Svd(op),
+                ..
+            }) => {
                 let phi = MatMut::from_column_major_slice_mut(&mut out, n, n_columns);
                 apply_blocks(op.matrix.as_ref(), y, phi);
+            }
+            Kind::Regression(RegressionFit {
+                regression: Regression::Normal(solver),
+                ..
+            }) => {
+                let phi = MatMut::from_column_major_slice_mut(&mut out, n, n_columns);
+                solver.apply(y, phi);
             }
             Kind::Enumeration => {
                 out.par_chunks_mut(n).enumerate().for_each(|(j, phi)| {

@@ -27,15 +27,21 @@ pub struct LinearOperator {
 }
 
 /// The rows of a design that carry weight, with ∅'s and N's rows.
-struct ProperRows {
-    rows: Vec<usize>,
-    sizes: Vec<usize>,
-    empty: usize,
-    full: usize,
+#[derive(Debug, Clone)]
+pub struct ProperRows {
+    /// Design rows with `0 < size < n` and a positive weight.
+    pub rows: Vec<usize>,
+    /// Their coalition sizes.
+    pub sizes: Vec<usize>,
+    /// The row of ∅.
+    pub empty: usize,
+    /// The row of N.
+    pub full: usize,
 }
 
 impl ProperRows {
-    fn of(design: &Design) -> Result<Self> {
+    /// Finds the proper rows of `design`; an error if ∅ or N is missing.
+    pub fn of(design: &Design) -> Result<Self> {
         let n = design.n_players;
         let sizes = design.sizes();
         let find = |target: usize| {
@@ -60,9 +66,8 @@ impl ProperRows {
 /// The minimum-norm projected weighted least-squares operator (spec §3 (B), §5.3):
 /// `φ = α 1 + P (diag(√ω) Z P)⁺ diag(√ω) (v − v0 − α s)`, through a thin SVD with a relative rank
 /// cutoff of `max(m, n) · ε · σ_max`.
-pub fn regression_operator(design: &Design) -> Result<LinearOperator> {
+pub fn regression_operator(design: &Design, proper: &ProperRows) -> Result<LinearOperator> {
     let n = design.n_players;
-    let proper = ProperRows::of(design)?;
     let m_p = proper.rows.len();
     let sqrt_w: Vec<f64> = proper
         .rows
@@ -103,7 +108,7 @@ pub fn regression_operator(design: &Design) -> Result<LinearOperator> {
             }
         });
     Ok(LinearOperator {
-        matrix: assemble(n, design.n_coalitions(), &proper, k),
+        matrix: assemble(n, design.n_coalitions(), proper, k),
         rank: Some(rank),
     })
 }

@@ -11,11 +11,13 @@ mod sketch;
 
 use std::sync::OnceLock;
 
+use ferroshap_core::regression::{Solver, CROSSOVER_PLAYERS};
 use ferroshap_core::sampling::MAX_EXACT_PLAYERS;
 use ferroshap_core::{Design, Estimator, Method, PlanRequest};
 use numpy::{
     PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
 };
+use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 
 use crate::errors::{guarded, to_py_err};
@@ -24,6 +26,7 @@ use crate::errors::{guarded, to_py_err};
 #[pyclass(frozen, module = "ferroshap._core", name = "Design")]
 struct PyDesign {
     design: Design,
+    solver: Solver,
     estimator: OnceLock<Estimator>,
 }
 
@@ -88,6 +91,10 @@ impl PyDesign {
         self.estimator.get().and_then(Estimator::rank)
     }
 
+    fn solver(&self) -> Option<&'static str> {
+        self.estimator.get().and_then(Estimator::solver_name)
+    }
+
     fn estimate<'py>(
         &self,
         py: Python<'py>,
@@ -126,21 +133,27 @@ impl PyDesign {
             }
         };
         let n = self.design.n_players;
-        let phi = py
+        let (phi, warning) = py
             .detach(|| {
                 guarded(|| {
-                    let estimator = match self.estimator.get() {
-                        Some(e) => e,
+                    let (estimator, warning) = match self.estimator.get() {
+                        Some(e) => (e, None),
                         None => {
-                            let built = Estimator::new(&self.design)?;
+                            let built = Estimator::with_solver(&self.design, self.solver)?;
+                            let warning = built.conditioning_warning();
                             let _ = self.estimator.set(built);
-                            self.estimator.get().expect("estimator was just set")
+                            let e = self.estimator.get().expect("estimator was just set");
+                            (e, warning)
                         }
                     };
-                    estimator.estimate(flat, columns)
+                    Ok((estimator.estimate(flat, columns)?, warning))
                 })
             })
             .map_err(|e| to_py_err(py, e))?;
+        if let Some(message) = warning {
+            let message = std::ffi::CString::new(message).expect("warning has no NUL byte");
+            PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
+        }
         let out_shape: Vec<usize> = if shape.len() == 1 {
             vec![n]
         } else {
@@ -164,7 +177,8 @@ impl PyDesign {
 
 /// Plans a design; see `_core.pyi` for the contract.
 #[pyfunction]
-#[pyo3(signature = (method, n_players, budget, seed, paired = true, stream = 0))]
+#[pyo3(signature = (method, n_players, budget, seed, paired = true, stream = 0, solver = "auto"))]
+#[allow(clippy::too_many_arguments)]
 fn plan(
     py: Python<'_>,
     method: &str,
@@ -173,8 +187,10 @@ fn plan(
     seed: u64,
     paired: bool,
     stream: u64,
+    solver: &str,
 ) -> PyResult<PyDesign> {
     let method: Method = method.parse().map_err(|e| to_py_err(py, e))?;
+    let solver: Solver = solver.parse().map_err(|e| to_py_err(py, e))?;
     let request = PlanRequest {
         method,
         n_players,
@@ -188,6 +204,7 @@ fn plan(
         .map_err(|e| to_py_err(py, e))?;
     Ok(PyDesign {
         design,
+        solver,
         estimator: OnceLock::new(),
     })
 }
@@ -199,6 +216,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let methods: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
     m.add("METHODS", methods)?;
     m.add("MAX_EXACT_PLAYERS", MAX_EXACT_PLAYERS)?;
+    let solvers: Vec<&str> = Solver::ALL.iter().map(|s| s.name()).collect();
+    m.add("SOLVERS", solvers)?;
+    m.add("CROSSOVER_PLAYERS", CROSSOVER_PLAYERS)?;
     m.add_class::<PyDesign>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     masking::register(m)?;

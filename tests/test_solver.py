@@ -1,0 +1,56 @@
+"""The bit-aware normal-equations solver through the Python API: the same values as the SVD
+path on full-rank designs, exact on additive games, and the automatic choice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ferroshap as fs
+from ferroshap import _core
+from ferroshap.errors import InvalidArgumentError
+
+
+def relative_l2(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.max(np.linalg.norm(a - b, axis=-1) / np.linalg.norm(b, axis=-1)))
+
+
+@pytest.mark.parametrize(("n", "budget"), [(8, 150), (50, 1500), (300, 6000)])
+@pytest.mark.parametrize("method", ["leverage", "kernel-wor"])
+def test_normal_equations_match_the_svd(n, budget, method):
+    designs = {s: _core.plan(method, n, budget, 3, solver=s) for s in ("svd", "normal")}
+    rng = np.random.default_rng(n)
+    values = rng.normal(size=(designs["svd"].n_coalitions, 5))
+    phi = {s: d.estimate(values) for s, d in designs.items()}
+    assert designs["normal"].solver() == "normal"
+    assert designs["svd"].solver() == "svd"
+    assert designs["normal"].rank() == n - 1
+    assert relative_l2(phi["normal"], phi["svd"]) < 1e-9
+
+
+def test_additive_games_are_recovered_exactly_at_high_dimension():
+    n = 784
+    weights = np.random.default_rng(0).normal(size=n)
+    phi = fs.shapley_values(lambda masks: masks @ weights, n, budget=4000)
+    np.testing.assert_allclose(phi, weights, rtol=1e-9, atol=1e-9)
+
+
+def test_auto_switches_at_the_crossover():
+    below = _core.plan("leverage", _core.CROSSOVER_PLAYERS - 1, 400, 0)
+    above = _core.plan("leverage", _core.CROSSOVER_PLAYERS, 400, 0)
+    for design in (below, above):
+        assert design.solver() is None
+        design.estimate(np.zeros(design.n_coalitions))
+    assert below.solver() == "svd"
+    assert above.solver() == "normal"
+    assert _core.SOLVERS == ["auto", "svd", "normal"]
+
+
+def test_rank_deficient_designs_keep_the_svd_warning():
+    with pytest.warns(UserWarning, match="rank-deficient"):
+        fs.shapley_values(lambda masks: masks.sum(1) * 1.0, 300, budget=100)
+
+
+def test_unknown_solvers_are_refused():
+    with pytest.raises(InvalidArgumentError, match="solver"):
+        _core.plan("leverage", 10, 100, 0, solver="qr")
