@@ -52,6 +52,7 @@ def test_baselines_share_the_protocol() -> None:
     assert (df["rel_error"] < 1e-6).all(), df.select("method", "rel_error")
 
 
+@pytest.mark.slow
 def test_proxyspex_estimators_run_under_the_same_protocol() -> None:
     names = [m for m in ("proxyspex", "shapiq-proxyspex") if m in available_estimators()]
     game = make_game("soum", quick=True)
