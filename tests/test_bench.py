@@ -52,6 +52,7 @@ def test_baselines_share_the_protocol() -> None:
     assert (df["rel_error"] < 1e-6).all(), df.select("method", "rel_error")
 
 
+@pytest.mark.slow
 def test_proxyspex_runs_under_the_same_protocol() -> None:
     game = make_game("soum", quick=True)
     df = run_benchmark([game], ["leverage", "proxyspex"], [256], [0])

@@ -63,6 +63,7 @@ def _mean_error(game: Soum, method: str, budget: int, seeds: range) -> float:
     return float(np.mean(errors))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", SAMPLING)
 @pytest.mark.parametrize(("n", "budgets"), [(64, (256, 4096)), (512, (2048, 8192))])
 def test_soum_error_falls_with_budget(method: str, n: int, budgets: tuple[int, int]) -> None:

@@ -91,6 +91,7 @@ def test_proxy_leverage_is_not_worse_than_leverage_on_sum_of_unanimity_games() -
     assert np.median(ratios) <= 1.05, ratios
 
 
+@pytest.mark.slow
 def test_proxy_leverage_is_not_worse_than_leverage_on_a_lightgbm_model() -> None:
     lgb = pytest.importorskip("lightgbm")
     rng = np.random.default_rng(0)
@@ -111,6 +112,7 @@ def test_proxy_leverage_is_not_worse_than_leverage_on_a_lightgbm_model() -> None
     assert np.median(ratios) <= 1.05, ratios
 
 
+@pytest.mark.slow
 def test_proxy_leverage_matches_leverage_on_a_linear_model() -> None:
     # The interventional game of a linear model is additive: both are exact for every seed.
     rng = np.random.default_rng(1)

@@ -19,6 +19,7 @@ def true_terms(soum: Soum) -> dict[tuple[int, ...], float]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("n", "n_terms", "order", "budget", "sv_tolerance"),
     [(64, 20, 4, 1500, 0.05), (256, 12, 5, 3000, 0.05)],

@@ -137,6 +137,7 @@ def test_data_background_matches_the_exact_interventional_explainer() -> None:
     np.testing.assert_allclose(ours.base_values, theirs.base_values, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_trained_model_agrees_with_kernelshap_under_the_uniform_background() -> None:
     lightgbm = pytest.importorskip("lightgbm")
     n, alphabet = 10, "ACGT"

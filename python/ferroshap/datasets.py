@@ -2,8 +2,9 @@
 Parquet-to-Parquet streaming.
 
 Every dataset output has the key columns first, then ``phi_<feature or position>``, then
-``base_value`` (DESIGN.md). The same frame function serves :func:`explain_parquet` on one
-machine and :func:`ferroshap.distributed.explain_ray` on a cluster, so both give identical values.
+``base_value`` (see the README's dataset section). The same frame function serves
+:func:`explain_parquet` on one machine and :func:`ferroshap.distributed.explain_ray` on a
+cluster, so both give identical values.
 """
 
 from __future__ import annotations

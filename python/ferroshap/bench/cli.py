@@ -1,84 +1,262 @@
-"""The ``ferroshap`` command line; ``ferroshap bench`` runs the benchmark harness."""
+"""The ``ferroshap`` command line; ``ferroshap bench`` runs the benchmark harness.
+
+The games, methods and peers the help lists come from the harness's registries
+(:func:`~ferroshap.bench.available_games`, :func:`~ferroshap.bench.available_estimators`), so a
+game or peer added there appears here without a change. Optional libraries are checked before
+anything runs: a missing one names the extra that installs it, and a peer or game whose library
+is missing is skipped with the reason printed under the table.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 
-from ferroshap.bench.estimators import available_estimators
-from ferroshap.bench.games import available_games
+import ferroshap as fs
+from ferroshap.bench.estimators import available_estimators, library_of, make_estimator
+from ferroshap.bench.games import BenchGame, available_games, make_game
 from ferroshap.bench.harness import run_benchmark, summarize
 from ferroshap.bench.report import format_table, plot_summary
 
 __all__ = ["main"]
 
+QUICK_GAMES = ["soum", "linear", "lightgbm"]
 QUICK_METHODS = ["leverage", "kernel", "permutation", "unbiased"]
-QUICK_BASELINES = ["shap-kernel", "shapiq-kernel"]
+QUICK_PEERS = ["shap-kernel", "shapiq-kernel"]
+BUDGETS = [128, 256, 512, 1024, 2048]
+QUICK_BUDGETS = [96, 192, 384]
+SEEDS = 10
+QUICK_SEEDS = 3
+MIN_BUDGET = 2
+
+BENCH_EXTRA = "pip install 'ferroshap[bench]' (from a checkout: pip install '.[bench]')"
+"""How to install what ``ferroshap bench`` needs beyond the core package."""
+
+_PIP_NAMES = {"sklearn": "scikit-learn"}
+_EXTRAS = {"polars": BENCH_EXTRA, "scipy": BENCH_EXTRA, "matplotlib": BENCH_EXTRA}
+
+
+class _MissingDependency(Exception):
+    """A library ``ferroshap bench`` needs is not installed; the message says how to get it."""
+
+
+def _install_hint(module: str) -> str:
+    """How to install ``module``: the package extra that has it, else its pip name."""
+    return _EXTRAS.get(module, f"pip install {_PIP_NAMES.get(module, module)}")
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def _names(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of names, got {text!r}")
+    return names
 
 
-def _ints(text: str) -> list[int]:
+def _budgets(text: str) -> list[int]:
+    budgets = []
+    for part in text.split(","):
+        try:
+            budget = int(part)
+        except ValueError:
+            budget = None
+        if budget is None or budget < MIN_BUDGET:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated integers >= {MIN_BUDGET}, got {part.strip()!r} "
+                f"in {text!r}"
+            )
+        budgets.append(budget)
+    return budgets
+
+
+def _seeds(text: str) -> int:
     try:
-        return [int(part) for part in _names(text)]
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from err
+        seeds = int(text)
+    except ValueError:
+        seeds = 0
+    if seeds < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return seeds
+
+
+def _listing() -> str:
+    """The names ``--games`` and ``--methods`` accept, read from the harness's registries."""
+    methods = available_estimators(include_baselines=False)
+    peers = [name for name in available_estimators() if name not in methods]
+    rows = [
+        ("games:", ", ".join(available_games())),
+        ("methods:", ", ".join(methods)),
+        ("peers:", ", ".join(peers) if peers else "none installed (shap, shapiq)"),
+    ]
+    lines = [
+        textwrap.fill(
+            names,
+            88,
+            break_on_hyphens=False,
+            initial_indent=f"{label:<9}",
+            subsequent_indent=" " * 9,
+        )
+        for label, names in rows
+    ]
+    lines += [
+        "",
+        "Peers run when named in --methods, with --include-baselines, or with --quick. Games of",
+        "tree models take their exact values from shap's interventional TreeExplainer.",
+    ]
+    return "\n".join(lines)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ferroshap", description="ferroshap command line")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="ferroshap",
+        description="Rust-accelerated Shapley values from Python: the ferroshap command line.",
+        epilog="Run 'ferroshap <command> --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"ferroshap {fs.__version__}")
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="<command>")
     bench = commands.add_parser(
         "bench",
         help="benchmark estimators against exact Shapley values",
         description=(
-            "Run estimators x budgets x seeds x games against exact Shapley values; print a "
-            "table, optionally write a parquet file and a PNG plot."
+            "Run estimators x budgets x seeds x games against exact Shapley values; print a\n"
+            "table of median errors, optionally write every run to parquet and a PNG plot."
+        ),
+        epilog=_listing(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bench.set_defaults(command_parser=bench)
+    bench.add_argument(
+        "--games",
+        type=_names,
+        metavar="NAMES",
+        help=f"comma list of games (default: all; --quick: {','.join(QUICK_GAMES)})",
+    )
+    bench.add_argument(
+        "--methods",
+        type=_names,
+        metavar="NAMES",
+        help=(
+            "comma list of methods and peers (default: every method, plus the installed peers "
+            f"with --include-baselines; --quick: {','.join(QUICK_METHODS + QUICK_PEERS)})"
         ),
     )
-    bench.add_argument("--games", type=_names, help=f"comma list of {', '.join(available_games())}")
-    bench.add_argument("--methods", type=_names, help="comma list of estimators")
-    bench.add_argument("--budgets", type=_ints, help="comma list, e.g. 256,512,1024")
-    bench.add_argument("--seeds", type=int, help="number of seeds (0 .. seeds-1)")
+    bench.add_argument(
+        "--budgets",
+        type=_budgets,
+        metavar="INTS",
+        help=(
+            f"comma list of budgets >= {MIN_BUDGET}, distinct coalitions per row with the empty "
+            f"and full ones (default: {','.join(map(str, BUDGETS))}; "
+            f"--quick: {','.join(map(str, QUICK_BUDGETS))})"
+        ),
+    )
+    bench.add_argument(
+        "--seeds",
+        type=_seeds,
+        metavar="N",
+        help=f"number of seeds, 0 .. N-1 (default: {SEEDS}; --quick: {QUICK_SEEDS})",
+    )
     bench.add_argument(
         "--include-baselines",
         action="store_true",
-        help="add shap and shapiq estimators that are installed",
+        help="add every installed peer (shap, shapiq) to the default methods",
     )
-    bench.add_argument("--out", help="write every run to this parquet file")
-    bench.add_argument("--plot", help="write error/time against budget to this PNG")
+    bench.add_argument("--out", metavar="PATH", help="write every run to this parquet file")
     bench.add_argument(
-        "--quick", action="store_true", help="small games, few budgets and seeds (under a minute)"
+        "--plot", metavar="PATH", help="write error and time against budget to this PNG"
+    )
+    bench.add_argument(
+        "--quick",
+        action="store_true",
+        help="small games, three budgets and three seeds (about 10 s on 2 idle cores)",
     )
     return parser
 
 
-def _bench(args: argparse.Namespace) -> None:
+def _check_names(parser: argparse.ArgumentParser, games: list[str], methods: list[str]) -> None:
+    """Reject unknown game and method names before anything runs."""
+    unknown = [g for g in games if g not in available_games()]
+    if unknown:
+        parser.error(
+            f"--games: unknown game(s) {', '.join(map(repr, unknown))}; "
+            f"valid: {', '.join(available_games())}"
+        )
+    for method in methods:
+        try:
+            make_estimator(method)
+        except fs.InvalidArgumentError:
+            parser.error(
+                f"--methods: unknown method or peer {method!r}; valid: "
+                f"{', '.join(available_estimators())}"
+            )
+
+
+def _require(module: str, purpose: str) -> None:
+    if not _installed(module):
+        hint = _install_hint(module)
+        raise _MissingDependency(f"{purpose} needs {module}, which is not installed: {hint}")
+
+
+def _runnable_methods(methods: list[str], skipped: list[str]) -> list[str]:
+    """The methods whose library is installed; the others go to ``skipped`` with the reason."""
+    runnable = []
+    for method in methods:
+        library = library_of(method)
+        if library == "ferroshap" or _installed(library):
+            runnable.append(method)
+        else:
+            skipped.append(f"{method}: {library} is not installed ({_install_hint(library)})")
+    return runnable
+
+
+def _built_games(names: list[str], quick: bool, skipped: list[str]) -> list[BenchGame]:
+    """Build each game; one whose ground truth needs a missing library is skipped."""
+    games = []
+    for name in names:
+        try:
+            games.append(make_game(name, quick))
+        except ModuleNotFoundError as err:
+            module = err.name or "a library"
+            skipped.append(f"game {name}: needs {module} ({_install_hint(module)})")
+    return games
+
+
+def _bench(args: argparse.Namespace) -> int:
     quick = args.quick
-    games = args.games or (["soum", "linear", "lightgbm"] if quick else available_games())
-    if not quick and args.games is None and importlib.util.find_spec("shap") is None:
-        games = [g for g in games if g not in ("lightgbm", "forest")]
-    baselines = args.include_baselines or quick
+    game_names = args.games or (QUICK_GAMES if quick else available_games())
     methods = args.methods or (
-        QUICK_METHODS + [b for b in QUICK_BASELINES if b in available_estimators()]
+        QUICK_METHODS + [p for p in QUICK_PEERS if p in available_estimators()]
         if quick
-        else available_estimators(include_baselines=baselines)
+        else available_estimators(include_baselines=args.include_baselines)
     )
-    budgets = args.budgets or ([96, 192, 384] if quick else [128, 256, 512, 1024, 2048])
-    seeds = list(range(args.seeds if args.seeds is not None else (3 if quick else 10)))
+    _check_names(args.command_parser, game_names, methods)
+    _require("polars", "ferroshap bench")
+    _require("scipy", "ferroshap bench")
+    if args.plot:
+        _require("matplotlib", "--plot")
+
+    skipped: list[str] = []
+    methods = _runnable_methods(methods, skipped)
+    budgets = args.budgets or (QUICK_BUDGETS if quick else BUDGETS)
+    seeds = list(range(args.seeds or (QUICK_SEEDS if quick else SEEDS)))
     start = time.perf_counter()
-    results = run_benchmark(
-        games, methods, budgets, seeds, quick=quick, progress=lambda m: print(m, flush=True)
-    )
+    games = _built_games(game_names, quick, skipped) if methods else []
+    if not games or not methods:
+        for reason in skipped:
+            print(f"skipped {reason}", file=sys.stderr)
+        raise _MissingDependency("nothing left to run: every game or every method was skipped")
+    results = run_benchmark(games, methods, budgets, seeds, progress=lambda m: print(m, flush=True))
     summary = summarize(results)
     print(format_table(summary))
+    for reason in skipped:
+        print(f"skipped {reason}")
     print(f"\n{len(results)} runs in {time.perf_counter() - start:.1f} s; * = lowest error")
     if args.out:
         results.write_parquet(args.out)
@@ -86,14 +264,34 @@ def _bench(args: argparse.Namespace) -> None:
     if args.plot:
         plot_summary(summary, args.plot)
         print(f"plot: {args.plot}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``ferroshap`` command."""
-    args = _parser().parse_args(argv)
-    if args.command == "bench":
-        _bench(args)
-    return 0
+    """Entry point of the ``ferroshap`` command; returns the exit status.
+
+    A bare ``ferroshap`` prints the help. Bad arguments exit with status 2 and a message naming
+    the option and the valid values; a missing optional library returns 1 with the command that
+    installs it.
+
+    Examples
+    --------
+    >>> from ferroshap.bench.cli import main
+    >>> main([])  # doctest: +ELLIPSIS
+    usage: ferroshap [-h] [--version] <command> ...
+    ...
+    0
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return _bench(args)
+    except _MissingDependency as err:
+        print(f"ferroshap {args.command}: error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

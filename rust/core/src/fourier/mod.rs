@@ -1,5 +1,5 @@
 //! SHAP zero: a sparse q-ary Fourier sketch of a sequence model and closed-form explanations
-//! from it (`../shared/specs/fourier-sketch.md`).
+//! from it (the math: `docs/sketch.md`).
 //!
 //! Plan → query → estimate:
 //! - [`SketchPlan`] (plan): parameters from the budget, subsampling matrices and delays from the
