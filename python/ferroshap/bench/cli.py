@@ -17,16 +17,17 @@ import time
 from collections.abc import Sequence
 
 import ferroshap as fs
-from ferroshap.bench.estimators import available_estimators, library_of, make_estimator
+from ferroshap.bench.estimators import available_estimators, check_estimators, ferroshap_methods
 from ferroshap.bench.games import BenchGame, available_games, make_game
 from ferroshap.bench.harness import run_benchmark, summarize
+from ferroshap.bench.peers import PEERS, unavailable_reason
 from ferroshap.bench.report import format_table, plot_summary
 
 __all__ = ["main"]
 
 QUICK_GAMES = ["soum", "linear", "lightgbm"]
 QUICK_METHODS = ["leverage", "kernel", "permutation", "unbiased"]
-QUICK_PEERS = ["shap-kernel", "shapiq-kernel"]
+QUICK_PEERS = [name for name, peer in PEERS.items() if peer.fast]
 BUDGETS = [128, 256, 512, 1024, 2048]
 QUICK_BUDGETS = [96, 192, 384]
 SEEDS = 10
@@ -88,12 +89,11 @@ def _seeds(text: str) -> int:
 
 def _listing() -> str:
     """The names ``--games`` and ``--methods`` accept, read from the harness's registries."""
-    methods = available_estimators(include_baselines=False)
-    peers = [name for name in available_estimators() if name not in methods]
+    peers = [name if unavailable_reason(name) is None else f"{name} (not here)" for name in PEERS]
     rows = [
         ("games:", ", ".join(available_games())),
-        ("methods:", ", ".join(methods)),
-        ("peers:", ", ".join(peers) if peers else "none installed (shap, shapiq)"),
+        ("methods:", ", ".join(ferroshap_methods())),
+        ("peers:", ", ".join(peers)),
     ]
     lines = [
         textwrap.fill(
@@ -188,14 +188,14 @@ def _check_names(parser: argparse.ArgumentParser, games: list[str], methods: lis
             f"--games: unknown game(s) {', '.join(map(repr, unknown))}; "
             f"valid: {', '.join(available_games())}"
         )
-    for method in methods:
-        try:
-            make_estimator(method)
-        except fs.InvalidArgumentError:
-            parser.error(
-                f"--methods: unknown method or peer {method!r}; valid: "
-                f"{', '.join(available_estimators())}"
-            )
+    try:
+        check_estimators(methods)
+    except fs.InvalidArgumentError:
+        unknown = [m for m in methods if m not in [*ferroshap_methods(), "exact", *PEERS]]
+        parser.error(
+            f"--methods: unknown method or peer {', '.join(map(repr, unknown))}; valid: "
+            f"{', '.join([*ferroshap_methods(), 'exact', *PEERS])}"
+        )
 
 
 def _require(module: str, purpose: str) -> None:
@@ -205,14 +205,14 @@ def _require(module: str, purpose: str) -> None:
 
 
 def _runnable_methods(methods: list[str], skipped: list[str]) -> list[str]:
-    """The methods whose library is installed; the others go to ``skipped`` with the reason."""
+    """The methods that can run here; the others go to ``skipped`` with the reason."""
     runnable = []
     for method in methods:
-        library = library_of(method)
-        if library == "ferroshap" or _installed(library):
+        reason = unavailable_reason(method) if method in PEERS else None
+        if reason is None:
             runnable.append(method)
         else:
-            skipped.append(f"{method}: {library} is not installed ({_install_hint(library)})")
+            skipped.append(f"{method}: {reason}")
     return runnable
 
 
