@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core
-from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array, check_finite, to_numpy
+from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
+from ferroshap.frames import frame_model, is_frame, read_rows_like, read_table
 from ferroshap.games import LINKS, RawGame, TabularGame
 from ferroshap.models import ModelFunction, resolve_model
 from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit, resolve
@@ -129,9 +130,8 @@ class Explainer:
             raise InvalidArgumentError(f"link must be one of {LINKS}; got {link!r}")
         self.link = link
         self._model = resolve_model(model, model_output, output_index)
-        background_array, background_names = as_2d_array(background, "background")
-        self._background = _place(background_array, self._model)
-        check_finite(self._background, "background")
+        self._table = read_table(background, "background")
+        self._background = _place(self._table.values, self._model)
         n = self._background.shape[1]
         _check_method(method, n)
         self.method = method
@@ -150,13 +150,12 @@ class Explainer:
                 raise InvalidArgumentError(
                     f"feature_names has {len(feature_names)} names but background has {n} features"
                 )
-        self._background_names = background_names
-        self.feature_names = feature_names or background_names
+        self.feature_names = feature_names or self._table.names
 
     @property
     def n_features(self) -> int:
         """Number of features ``n`` (players)."""
-        return int(self._background.shape[1])
+        return self._table.n_columns
 
     def __call__(self, X: Any) -> Explanation:
         """Explain the rows of ``X`` (2-D array or DataFrame; a 1-D ``X`` is one row).
@@ -166,26 +165,17 @@ class Explainer:
         Explanation
             ``values`` of shape ``(rows, n)`` or ``(rows, n, k)``, ``base_values``, ``data`` etc.
         """
-        x_array, x_names = as_2d_array(X, "X")
-        x = _place(x_array, self._model)
+        table = read_rows_like(X, self._table, "X", "background")
+        x = _place(table.values, self._model)
         x_backend, background_backend = ArrayBackend.of(x), ArrayBackend.of(self._background)
         if not x_backend.same_as(background_backend):
             raise InvalidArgumentError(
                 f"X is a {x_backend.describe()} array but background is "
                 f"{background_backend.describe()}; pass both from the same library and device"
             )
-        check_finite(x, "X")
         n = self.n_features
-        if x.shape[1] != n:
-            raise InvalidArgumentError(
-                f"X has {x.shape[1]} features but background has {n}; they must match"
-            )
-        if x_names is not None and self._background_names not in (None, x_names):
-            raise InvalidArgumentError(
-                f"X columns {x_names} differ from background columns {self._background_names}"
-            )
         game = TabularGame(
-            self._model.function,
+            frame_model(self._model.function, self._table.schema),
             self._background,
             x,
             max_bytes=self.max_bytes,
@@ -210,8 +200,8 @@ class Explainer:
         return Explanation(
             values=phi if game.output_shape else phi[:, :, 0],
             base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
-            data=np.array(to_numpy(x)),
-            feature_names=self.feature_names or x_names or [f"x{i}" for i in range(n)],
+            data=np.array(table.numpy()),
+            feature_names=self.feature_names or table.names or [f"x{i}" for i in range(n)],
             n_evaluations=max(design.n_coalitions for design in designs),
             method=self.method,
             budget=self.budget,
@@ -267,7 +257,7 @@ def shapley_values(
 def _place(array: Any, model: ModelFunction) -> Any:
     """NumPy data moved to the backend and dtype a model requires (a torch module's); anything
     else unchanged."""
-    if model.backend is None or not ArrayBackend.of(array).is_numpy:
+    if model.backend is None or is_frame(array) or not ArrayBackend.of(array).is_numpy:
         return array
     return model.backend.asarray(array, dtype=model.dtype)
 

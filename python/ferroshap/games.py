@@ -23,6 +23,7 @@ from ferroshap.backend import (
     progress_bar,
 )
 from ferroshap.errors import DeviceMemoryError, InvalidArgumentError
+from ferroshap.frames import FrameInputs, FrameSchema, is_frame
 
 __all__ = ["LINKS", "RawGame", "TabularGame", "apply_link"]
 
@@ -156,8 +157,10 @@ class TabularGame:
     model
         Callable on a 2-D batch ``[batch, n]`` returning ``[batch]`` or ``[batch, k]``.
     background
-        Background rows ``[B, n]``, validated (finite, non-empty): a NumPy array or an array of
-        another array-API library (then ``x_rows`` must be of the same library and device).
+        Background rows ``[B, n]``, validated (finite, non-empty): a NumPy array, an array of
+        another array-API library (then ``x_rows`` must be of the same library and device), or
+        a pandas / polars DataFrame masked cell by cell (then ``x_rows`` is a frame of the same
+        schema and the model receives frames, see :class:`ferroshap.frames.FrameInputs`).
     x_rows
         Explained rows ``[rows, n]``, validated, same number of features.
     max_bytes
@@ -199,11 +202,13 @@ class TabularGame:
     ) -> None:
         self._model = model
         self._backend = ArrayBackend.of(background)
-        self._inputs: _HostInputs | _DeviceInputs = (
-            _HostInputs(background, x_rows)
-            if self._backend.is_numpy
-            else _DeviceInputs(self._backend, background, x_rows)
-        )
+        self._inputs: _HostInputs | _DeviceInputs | FrameInputs
+        if is_frame(background):
+            self._inputs = FrameInputs(FrameSchema.of(background), background, x_rows)
+        elif self._backend.is_numpy:
+            self._inputs = _HostInputs(background, x_rows)
+        else:
+            self._inputs = _DeviceInputs(self._backend, background, x_rows)
         self._n_background = int(background.shape[0])
         self._n_rows = int(x_rows.shape[0])
         self._max_bytes = max_bytes
