@@ -80,7 +80,8 @@ def test_lightgbm_error_falls_with_budget(lightgbm_case, method: str) -> None:
         return np.mean(
             [
                 relative_error(
-                    fs.Explainer(model, background, method, budget, seed=s)(X).values, truth
+                    fs.Explainer(model, background, method=method, budget=budget, seed=s)(X).values,
+                    truth,
                 )
                 for s in range(3)
             ]

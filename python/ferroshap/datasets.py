@@ -85,9 +85,9 @@ def frame_explainer(
 
     elif isinstance(explainer, Explainer):
         _check_int_seed(explainer)
-        if len(columns) != explainer.n_features:
+        if len(columns) != explainer.n_players:
             raise InvalidArgumentError(
-                f"columns: {len(columns)} columns for an explainer of {explainer.n_features} "
+                f"columns: {len(columns)} columns for an explainer of {explainer.n_players} "
                 "features"
             )
         names = [f"phi_{c}" for c in columns]

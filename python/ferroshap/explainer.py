@@ -16,13 +16,32 @@ from ferroshap import _core
 from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
-from ferroshap.frames import frame_model, is_frame, read_rows_like, read_table
+from ferroshap.frames import frame_model, read_rows_like, read_table
 from ferroshap.games import LINKS, RawGame, TabularGame
-from ferroshap.models import ModelFunction, resolve_model
+from ferroshap.models import resolve_model
 from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit, resolve
-from ferroshap.validation import Seed, check_int, check_seed, draw_seed
+from ferroshap.query import QueryOptions
+from ferroshap.validation import Seed, check_int, check_seed, deprecated_spellings, draw_seed
 
 __all__ = ["Explainer", "shapley_values"]
+
+_LEGACY_POSITIONAL = [
+    "method",
+    "budget",
+    "paired",
+    "seed",
+    "batch_size",
+    "feature_names",
+    "progress",
+    "per_row_design",
+    "max_bytes",
+    "model_output",
+    "link",
+    "output_index",
+    "cross_fit",
+]
+"""The order in which ``Explainer`` took its arguments by position before they became
+keyword-only (accepted for one release with a ``DeprecationWarning``)."""
 
 
 class Explainer:
@@ -35,13 +54,17 @@ class Explainer:
     Parameters
     ----------
     model
-        The model. An object with a ``predict`` method (scikit-learn, LightGBM, ...) is called
-        through ``predict``; otherwise the object itself must be callable. It receives a 2-D
-        NumPy batch ``[batch, n]`` in the data's dtype and returns ``[batch]`` or
-        ``[batch, k]``.
+        The model. A classifier (scikit-learn, LightGBM, XGBoost, a ``Pipeline`` ending in one)
+        is called through ``predict_proba`` and every class is explained; another object with a
+        ``predict`` method through ``predict``; otherwise the object itself must be callable
+        (see ``model_output``). It receives a batch ``[batch, n]`` like the background: a NumPy
+        array in the data's dtype, or a frame of the background's library with its columns
+        and dtypes, and returns ``[batch]`` or ``[batch, k]``.
     background
-        Background rows: a 2-D array or a polars / pandas DataFrame (column names become the
-        feature names). A single row gives the single-baseline game.
+        Background rows: a 2-D array or a polars / pandas DataFrame (a polars LazyFrame is
+        collected; column names become the feature names). String, categorical, boolean and
+        datetime columns are masked like numbers, cell by cell. A single row gives the
+        single-baseline game.
     method
         One of :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
         ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
@@ -74,8 +97,9 @@ class Explainer:
     max_bytes
         Cap on the bytes of masked model inputs built at once (default 256 MiB).
     model_output
-        How to call ``model``: ``"auto"`` (``predict`` if it has one, else call it), ``"call"``,
-        ``"predict"``, ``"predict_proba"`` or ``"decision_function"``.
+        How to call ``model``: ``"auto"`` (``predict_proba`` for a classifier, else ``predict``
+        if it has one, else call it), ``"call"``, ``"predict"`` (a classifier's hard labels),
+        ``"predict_proba"`` or ``"decision_function"``.
     link
         ``"identity"`` or ``"logit"``: explain ``link(mean_b f(x_S, b_notS))``, e.g. the
         log-odds of a classifier's averaged probability (as ``shap.KernelExplainer`` does).
@@ -108,22 +132,24 @@ class Explainer:
     True
     """
 
+    @deprecated_spellings(positional=_LEGACY_POSITIONAL)
     def __init__(
         self,
         model: Any,
         background: Any,
+        *,
         method: str = "leverage",
         budget: int = 2048,
-        paired: bool = True,
         seed: Seed = 0,
         batch_size: int | None = None,
-        feature_names: Sequence[str] | None = None,
-        progress: bool = False,
-        per_row_design: bool = False,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
         model_output: str = "auto",
-        link: str = "identity",
         output_index: int | None = None,
+        paired: bool = True,
+        link: str = "identity",
+        feature_names: Sequence[str] | None = None,
+        per_row_design: bool = False,
         cross_fit: int | None = None,
     ) -> None:
         if link not in LINKS:
@@ -131,7 +157,7 @@ class Explainer:
         self.link = link
         self._model = resolve_model(model, model_output, output_index)
         self._table = read_table(background, "background")
-        self._background = _place(self._table.values, self._model)
+        self._background = self._model.place(self._table.values)
         n = self._background.shape[1]
         _check_method(method, n)
         self.method = method
@@ -140,9 +166,7 @@ class Explainer:
         self._planned, self._proxy = resolve(method, n, self.budget)
         self.paired = bool(paired)
         self.seed = check_seed(seed)
-        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
-        self.max_bytes = check_int(max_bytes, "max_bytes", 1)
-        self.progress = bool(progress)
+        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.per_row_design = bool(per_row_design)
         if feature_names is not None:
             feature_names = [str(name) for name in feature_names]
@@ -153,9 +177,19 @@ class Explainer:
         self.feature_names = feature_names or self._table.names
 
     @property
-    def n_features(self) -> int:
-        """Number of features ``n`` (players)."""
+    def n_players(self) -> int:
+        """Number of players ``n`` (features)."""
         return self._table.n_columns
+
+    @property
+    def n_features(self) -> int:
+        """Deprecated spelling of :attr:`n_players`."""
+        warnings.warn(
+            "Explainer.n_features is deprecated; use Explainer.n_players",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.n_players
 
     def __call__(self, X: Any) -> Explanation:
         """Explain the rows of ``X`` (2-D array or DataFrame; a 1-D ``X`` is one row).
@@ -166,21 +200,19 @@ class Explainer:
             ``values`` of shape ``(rows, n)`` or ``(rows, n, k)``, ``base_values``, ``data`` etc.
         """
         table = read_rows_like(X, self._table, "X", "background")
-        x = _place(table.values, self._model)
+        x = self._model.place(table.values)
         x_backend, background_backend = ArrayBackend.of(x), ArrayBackend.of(self._background)
         if not x_backend.same_as(background_backend):
             raise InvalidArgumentError(
                 f"X is a {x_backend.describe()} array but background is "
                 f"{background_backend.describe()}; pass both from the same library and device"
             )
-        n = self.n_features
+        n = self.n_players
         game = TabularGame(
             frame_model(self._model.function, self._table.schema),
             self._background,
             x,
-            max_bytes=self.max_bytes,
-            batch_size=self.batch_size,
-            progress=self.progress,
+            options=self.options,
             link=self.link,
         )
         rows = int(x.shape[0])
@@ -208,12 +240,19 @@ class Explainer:
         )
 
 
+@deprecated_spellings(
+    positional=["method", "budget", "seed", "paired", "cross_fit"], renamed={"n": "n_players"}
+)
 def shapley_values(
     game: Callable[[np.ndarray], Any],
-    n: int,
+    n_players: int,
+    *,
     method: str = "leverage",
     budget: int = 2048,
     seed: Seed = 0,
+    batch_size: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: bool = False,
     paired: bool = True,
     cross_fit: int | None = None,
 ) -> np.ndarray:
@@ -224,10 +263,13 @@ def shapley_values(
     game
         ``game(masks: bool[k, n]) -> float[k]`` or ``float[k, rows]`` (several games at once);
         ``masks[j, i]`` is true when player ``i`` is in coalition ``j``.
-    n
-        Number of players.
+    n_players
+        Number of players ``n``.
     method, budget, seed, paired, cross_fit
         As for :class:`Explainer`.
+    batch_size, max_bytes, progress
+        Coalitions per call of ``game`` (by default as many as ``max_bytes`` of masks allow,
+        usually all at once) and a tqdm progress bar, as for :class:`Explainer`.
 
     Returns
     -------
@@ -243,23 +285,16 @@ def shapley_values(
     """
     if not callable(game):
         raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
-    n = check_int(n, "n", 1)
+    n = check_int(n_players, "n_players", 1)
+    options = QueryOptions.checked(batch_size, max_bytes, progress)
     _check_method(method, n)
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
     planned, proxy = resolve(method, n, budget)
     (design,) = _plan(planned, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
-    raw = RawGame(game, n)
+    raw = RawGame(game, n, options=options)
     (phi,) = _estimate([design], [raw.evaluate(design.masks())], proxy, cross_fit)
     return phi if raw.output_shape else phi[0]
-
-
-def _place(array: Any, model: ModelFunction) -> Any:
-    """NumPy data moved to the backend and dtype a model requires (a torch module's); anything
-    else unchanged."""
-    if model.backend is None or is_frame(array) or not ArrayBackend.of(array).is_numpy:
-        return array
-    return model.backend.asarray(array, dtype=model.dtype)
 
 
 def _check_method(method: str, n: int) -> None:

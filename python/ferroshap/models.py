@@ -9,15 +9,18 @@ directly and tell where their inputs must live (the device and dtype of their pa
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ferroshap.backend import ArrayBackend
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
-__all__ = ["MODEL_OUTPUTS", "ModelFunction", "resolve_model"]
+__all__ = ["MODEL_OUTPUTS", "ModelFunction", "as_model_function", "resolve_model"]
 
 MODEL_OUTPUTS = ("auto", "call", "predict", "predict_proba", "decision_function")
 """Accepted values of ``model_output``: ``"auto"`` uses ``predict_proba`` for a classifier
@@ -44,6 +47,17 @@ class ModelFunction:
     function: Callable[[Any], Any]
     backend: ArrayBackend | None = None
     dtype: Any = None
+
+    def place(self, array: Any) -> Any:
+        """``array`` moved to the backend and dtype the model requires (a torch module's
+        device and parameter dtype) when it is a NumPy array; anything else unchanged."""
+        if self.backend is None or not isinstance(array, np.ndarray):
+            return array
+        return self.backend.asarray(array, dtype=self.dtype)
+
+    def inference(self) -> contextlib.AbstractContextManager[None]:
+        """The context to call the model in (no gradient tracking for a torch module)."""
+        return contextlib.nullcontext() if self.backend is None else self.backend.inference()
 
 
 def _torch_module_placement(model: Any) -> tuple[ArrayBackend, Any] | None:
@@ -106,6 +120,12 @@ def resolve_model(
         function = _select_output(function, output_index)
     backend, dtype = placement if placement is not None else (None, None)
     return ModelFunction(function, backend, dtype)
+
+
+def as_model_function(model: Any) -> ModelFunction:
+    """``model`` itself when it is already resolved, else :func:`resolve_model` of it with the
+    defaults (what a masker does with the model it is handed)."""
+    return model if isinstance(model, ModelFunction) else resolve_model(model)
 
 
 def _is_classifier(model: Any) -> bool:

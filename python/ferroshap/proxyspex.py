@@ -16,18 +16,20 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ferroshap import _core
+from ferroshap.backend import DEFAULT_MAX_BYTES
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.games import RawGame
 from ferroshap.interactions import Interactions, all_masks, check_index, check_order, r_squared
 from ferroshap.maskers import Masker
 from ferroshap.models import resolve_model
-from ferroshap.validation import check_int, check_seed, draw_seed
+from ferroshap.query import QueryOptions, single_output
+from ferroshap.validation import check_int, check_seed, deprecated_spellings, draw_seed
 
 __all__ = ["DEFAULT_PROXY_PARAMS", "ProxySPEX"]
 
@@ -72,20 +74,27 @@ class ProxySPEX:
         Without ``masker``: a game ``game(masks: bool[k, n]) -> float[k]`` on ``n`` players.
         With ``masker``: a model (callable, or an object with ``predict``) that the masker turns
         into a game for each explained input.
-    n
+    n_players
         Number of players of a raw game (required without ``masker``, ignored with one).
     masker
         ``fs.maskers.Baseline(rows)`` for tabular models, ``fs.maskers.Tokens(mask_id)`` for
-        token-id sequence models.
+        token-id sequence models (their own ``batch_size``, ``max_bytes`` and ``progress``
+        govern the model calls).
     budget
         Distinct coalitions evaluated, ∅, N and the validation split included. At least
         ``validation + 32``. A budget of ``2**n`` or more computes exact values (``UserWarning``).
+    seed
+        An int or a ``numpy.random.Generator``; the same int gives the same values bit for bit.
+    batch_size, max_bytes, progress
+        Coalitions per call of the game (by default as many as ``max_bytes`` of masks allow,
+        usually all at once) and a tqdm progress bar over them.
+    model_output, output_index
+        With a masker: how the model is called, as for :class:`ferroshap.Explainer` (the game
+        needs one output: pick a classifier's class with ``output_index``).
     max_order
         Largest interaction order reported (≥ 1). The proxy's trees are at least this deep.
     index
         One of ``fs.INDICES`` (``"k-SII"``, ``"SII"``, ``"FSII"``, ``"Moebius"``, ...).
-    seed
-        An int or a ``numpy.random.Generator``; the same int gives the same values bit for bit.
     validation_fraction
         Share of the budget held out for early stopping and the support size (≥ 16 masks).
     proxy_params
@@ -97,20 +106,39 @@ class ProxySPEX:
     --------
     >>> import numpy as np, ferroshap as fs
     >>> game = lambda m: 2.0 * m[:, 0] * m[:, 1] - m[:, 2]
-    >>> iv = fs.ProxySPEX(game, n=12, budget=400, index="Moebius", seed=0).explain()
+    >>> iv = fs.ProxySPEX(game, n_players=12, budget=400, index="Moebius", seed=0).explain()
     >>> {k: round(v, 6) for k, v in iv.values.items()}  # doctest: +SKIP
     {(2,): -1.0, (0, 1): 2.0}
     """
 
+    @deprecated_spellings(
+        positional=[
+            "masker",
+            "budget",
+            "max_order",
+            "index",
+            "seed",
+            "validation_fraction",
+            "proxy_params",
+            "feature_names",
+        ],
+        renamed={"n": "n_players"},
+    )
     def __init__(
         self,
         game_or_model: Any,
-        n: int | None = None,
+        n_players: int | None = None,
+        *,
         masker: Masker | None = None,
         budget: int = 2000,
+        seed: int | np.random.Generator = 0,
+        batch_size: int | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
+        model_output: str = "auto",
+        output_index: int | None = None,
         max_order: int = 2,
         index: str = "k-SII",
-        seed: int | np.random.Generator = 0,
         validation_fraction: float = 0.2,
         proxy_params: dict[str, Any] | None = None,
         feature_names: Sequence[str] | None = None,
@@ -118,18 +146,21 @@ class ProxySPEX:
         if masker is None:
             if not callable(game_or_model):
                 raise InvalidTypeError(f"game must be callable, got {type(game_or_model).__name__}")
-            if n is None:
-                raise InvalidArgumentError("n (the number of players) is required for a raw game")
-            self._model: Callable[[Any], Any] = game_or_model
-            self.n = check_int(n, "n", 1)
+            if n_players is None:
+                raise InvalidArgumentError(
+                    "n_players (the number of players) is required for a raw game"
+                )
+            self._model: Any = game_or_model
+            self.n_players: int | None = check_int(n_players, "n_players", 1)
         else:
             if not callable(getattr(masker, "game", None)):
                 raise InvalidTypeError(
                     f"masker must be a ferroshap masker (Baseline, Tokens), got "
                     f"{type(masker).__name__}"
                 )
-            self._model = resolve_model(game_or_model).function
-            self.n = None if n is None else check_int(n, "n", 1)
+            self._model = resolve_model(game_or_model, model_output, output_index)
+            self.n_players = None if n_players is None else check_int(n_players, "n_players", 1)
+        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.masker = masker
         self.budget = check_int(budget, "budget", 2)
         self.max_order = check_order(max_order)
@@ -170,7 +201,7 @@ class ProxySPEX:
         if self.masker is None:
             if x is not None:
                 raise InvalidArgumentError("x must be None for a raw game (pass a masker to use x)")
-            game, n = self._model, self.n
+            game, n = self._model, self.n_players
         else:
             if x is None:
                 raise InvalidArgumentError("x (the input to explain) is required with a masker")
@@ -179,7 +210,7 @@ class ProxySPEX:
         names = self.feature_names or getattr(self.masker, "feature_names", None)
         if names is not None and len(names) != n:
             raise InvalidArgumentError(f"feature_names has {len(names)} names for {n} players")
-        raw = RawGame(game, n)
+        raw = RawGame(game, n, options=self.options)
         if n < 63 and self.budget >= 2**n and n <= _core.MAX_TABLE_PLAYERS:
             warnings.warn(
                 f"budget ≥ 2^n (budget={self.budget}, n={n}): computing exact interaction values "
@@ -187,7 +218,7 @@ class ProxySPEX:
                 UserWarning,
                 stacklevel=2,
             )
-            table = _single_output(raw.evaluate(all_masks(n)))
+            table = single_output(raw.evaluate(all_masks(n)), "the game", "coalition")
             return Interactions.from_surrogate(
                 _core.moebius_transform(table, n),
                 self.index,
@@ -202,7 +233,7 @@ class ProxySPEX:
         times: dict[str, float] = {}
         masks = _core.plan_masks(n, self.budget, draw_seed(self.seed))
         start = time.perf_counter()
-        values = _single_output(raw.evaluate(masks))
+        values = single_output(raw.evaluate(masks), "the game", "coalition")
         times["seconds_game"] = time.perf_counter() - start
 
         split = len(masks) - self.n_validation
@@ -264,11 +295,3 @@ def _fit_proxy(
         valid_sets=[valid_set],
         callbacks=[lgb.early_stopping(EARLY_STOPPING_ROUNDS, verbose=False)],
     )
-
-
-def _single_output(values: np.ndarray) -> np.ndarray:
-    if values.shape[1] != 1:
-        raise InvalidArgumentError(
-            f"the game must return one value per coalition, got shape {values.shape}"
-        )
-    return np.ascontiguousarray(values[:, 0])

@@ -19,18 +19,13 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core
-from ferroshap.backend import (
-    DEFAULT_MAX_BYTES,
-    check_finite,
-    check_outputs,
-    chunk_length,
-    progress_bar,
-)
+from ferroshap.backend import DEFAULT_MAX_BYTES, check_finite, check_outputs
 from ferroshap.datasets import iter_chunks
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
 from ferroshap.models import resolve_model
-from ferroshap.validation import Seed, check_int, check_seed, draw_seed
+from ferroshap.query import QueryOptions, query, single_output, units_per_call
+from ferroshap.validation import Seed, check_int, check_seed, deprecated_spellings, draw_seed
 
 __all__ = ["FORMAT_VERSION", "MAGIC", "FourierSketch", "SequenceInteractions"]
 
@@ -215,7 +210,7 @@ class FourierSketch:
     --------
     >>> import ferroshap as fs
     >>> model = lambda seqs: [s.count("G") + 2.0 * (s[0] == s[3]) for s in seqs]
-    >>> sk = fs.FourierSketch.fit(model, length=6, alphabet="ACGT", budget=3000, seed=0)
+    >>> sk = fs.FourierSketch.fit(model, n_players=6, alphabet="ACGT", budget=3000, seed=0)
     >>> round(float(sk.predict(["GATGCA"])[0]), 6)
     4.0
     >>> sk.shapley_values(["GATGCA"]).values.shape
@@ -230,29 +225,32 @@ class FourierSketch:
     # ---- building -----------------------------------------------------------------------
 
     @classmethod
+    @deprecated_spellings(positional=["budget", "seed", "input"], renamed={"length": "n_players"})
     def fit(
         cls,
         model: Any,
-        length: int,
+        n_players: int,
         alphabet: str | Sequence[str],
+        *,
         budget: int,
         seed: Seed = 0,
-        input: str = "str",
-        *,
-        offsets: int = 1,
         batch_size: int | None = None,
-        progress: bool = False,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
+        model_output: str = "auto",
+        output_index: int | None = None,
+        input: str = "str",
+        offsets: int = 1,
     ) -> FourierSketch:
-        """Sketch ``model`` on sequences of ``length`` letters from ``alphabet``.
+        """Sketch ``model`` on sequences of ``n_players`` letters from ``alphabet``.
 
         Parameters
         ----------
         model
             A callable (or an object with ``predict``) on a batch of sequences returning one
             float per sequence (``[k]`` or ``[k, 1]``).
-        length
-            Sequence length ``n``.
+        n_players
+            Sequence length ``n`` (the players are the positions).
         alphabet
             The letters, e.g. ``"ACGT"``; code ``i`` is ``alphabet[i]``. ``q = len(alphabet)``.
         budget
@@ -261,23 +259,26 @@ class FourierSketch:
         seed
             An int or a ``numpy.random.Generator``; the same seed gives the same sketch.
         input
-            ``"str"``: the model receives ``list[str]``; ``"codes"``: ``uint8 [k, length]``.
+            ``"str"``: the model receives ``list[str]``; ``"codes"``: ``uint8 [k, n_players]``
+            (a ``torch.nn.Module`` receives them as an ``int64`` tensor on its device).
         offsets
             Random delay offsets; more than 1 makes detection more robust to noisy models at
             ``length + 1`` queries per bin and offset.
         batch_size
             Sequences per model call; by default as many as ``max_bytes`` of input allows.
-        progress
-            Show a tqdm progress bar over the queries.
         max_bytes
             Cap on the bytes of one batch of model input.
+        progress
+            Show a tqdm progress bar over the queries.
+        model_output, output_index
+            How the model is called, as for :class:`ferroshap.Explainer`.
 
         Returns
         -------
         FourierSketch
         """
-        predict = resolve_model(model).function
-        length = check_int(length, "length", 1)
+        predict = resolve_model(model, model_output, output_index)
+        length = check_int(n_players, "n_players", 1)
         codec = _Codec(alphabet, length)
         budget = check_int(budget, "budget", 1)
         if budget >= 2**64:
@@ -285,29 +286,32 @@ class FourierSketch:
         if input not in _INPUTS:
             raise InvalidArgumentError(f"input must be 'str' or 'codes', got {input!r}")
         offsets = check_int(offsets, "offsets", 1)
-        batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
-        max_bytes = check_int(max_bytes, "max_bytes", 1)
+        options = QueryOptions.checked(batch_size, max_bytes, progress)
         seed_value = draw_seed(check_seed(seed))
         started = time.perf_counter()
         plan = _core.sketch_plan(codec.q, length, budget, seed_value, offsets)
         queries = plan.queries()
         planned = time.perf_counter()
-        per_call = chunk_length(
-            unit_bytes=length * (4 if input == "str" else 1),
-            unit_rows=1,
-            chunk_bytes=max_bytes,
-            batch_size=batch_size,
+
+        def chunk_values(start: int, stop: int) -> np.ndarray:
+            batch = queries[start:stop]
+            if input == "str":
+                inputs = codec.decode(batch)
+            else:
+                inputs = (
+                    batch if predict.backend is None else predict.backend.asarray(batch, "int64")
+                )
+            with predict.inference():
+                outputs = predict.function(inputs)
+            values = check_outputs(outputs, len(batch), "model").reshape(len(batch), -1)
+            return single_output(values, "model", "sequence")[:, None]
+
+        per_call = units_per_call(
+            options, unit_bytes=length * (4 if input == "str" else 1), unit_rows=1
         )
-        values = np.empty(len(queries))
-        bar = progress_bar(len(queries), progress, desc="sketch queries")
-        try:
-            for start in range(0, len(queries), per_call):
-                batch = queries[start : start + per_call]
-                inputs = codec.decode(batch) if input == "str" else batch
-                values[start : start + len(batch)] = _one_output(predict(inputs), len(batch))
-                bar.update(len(batch))
-        finally:
-            bar.close()
+        values = query(
+            len(queries), per_call, chunk_values, progress=options.progress, desc="sketch queries"
+        )[:, 0]
         queried = time.perf_counter()
         spectrum, threshold, holdout_nmse = plan.decode(values)
         decoded = time.perf_counter()
@@ -337,6 +341,11 @@ class FourierSketch:
     @property
     def length(self) -> int:
         """Sequence length ``n``."""
+        return self._spectrum.length
+
+    @property
+    def n_players(self) -> int:
+        """Number of players: the sequence length ``n``."""
         return self._spectrum.length
 
     @property
@@ -638,16 +647,3 @@ class FourierSketch:
             return cls(spectrum, alphabet, info if isinstance(info, dict) else {})
         except (InvalidArgumentError, InvalidTypeError) as err:
             raise InvalidArgumentError(f"path: {where} is corrupt: {err}") from err
-
-
-def _one_output(outputs: Any, rows: int) -> np.ndarray:
-    """The model's ``[rows]`` (or ``[rows, 1]``) outputs as float64 ``[rows]``."""
-    values = check_outputs(outputs, rows, "model")
-    if values.ndim == 2:
-        if values.shape[1] != 1:
-            raise InvalidArgumentError(
-                f"model must return one value per sequence ([{rows}] or [{rows}, 1]) for a "
-                f"sketch, got shape {values.shape}"
-            )
-        values = values[:, 0]
-    return values
