@@ -85,12 +85,13 @@ def frame_explainer(
 
     elif isinstance(explainer, Explainer):
         _check_int_seed(explainer)
-        if len(columns) != explainer.n_players:
+        grouped = explainer.groups
+        n_inputs = explainer.n_players if grouped is None else grouped.n_features
+        if len(columns) != n_inputs:
             raise InvalidArgumentError(
-                f"columns: {len(columns)} columns for an explainer of {explainer.n_players} "
-                "features"
+                f"columns: {len(columns)} columns for an explainer of {n_inputs} features"
             )
-        names = [f"phi_{c}" for c in columns]
+        names = [f"phi_{c}" for c in (columns if grouped is None else grouped.names)]
 
         def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
             explanation = explainer(frame.select(columns).to_numpy())

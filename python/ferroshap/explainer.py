@@ -16,8 +16,9 @@ from ferroshap import _core
 from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
-from ferroshap.frames import frame_model, read_rows_like, read_table
+from ferroshap.frames import Table, frame_model, read_rows_like, read_table
 from ferroshap.games import LINKS, RawGame, TabularGame
+from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.models import resolve_model
 from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit, resolve
 from ferroshap.query import QueryOptions
@@ -91,6 +92,11 @@ class Explainer:
         ``x0 .. x{n-1}``.
     progress
         Show a tqdm progress bar (needs ``tqdm``).
+    groups
+        Feature groups, each one player: a dict name → columns (names or positions) or a list
+        of column lists (named ``g0, g1, ...``). Features in no group stay players of their
+        own, after the groups; values are then ``(rows, players)`` and ``feature_names`` the
+        player names. See :mod:`ferroshap.groups`.
     per_row_design
         Plan one design per explained row (stream ``row_index + 1`` of the seed) instead of one
         shared design, so estimation errors are independent across rows.
@@ -149,6 +155,7 @@ class Explainer:
         paired: bool = True,
         link: str = "identity",
         feature_names: Sequence[str] | None = None,
+        groups: GroupsArgument | None = None,
         per_row_design: bool = False,
         cross_fit: int | None = None,
     ) -> None:
@@ -158,7 +165,18 @@ class Explainer:
         self._model = resolve_model(model, model_output, output_index)
         self._table = read_table(background, "background")
         self._background = self._model.place(self._table.values)
-        n = self._background.shape[1]
+        n_features = self._table.n_columns
+        if feature_names is not None:
+            feature_names = [str(name) for name in feature_names]
+            if len(feature_names) != n_features:
+                raise InvalidArgumentError(
+                    f"feature_names has {len(feature_names)} names but background has "
+                    f"{n_features} features"
+                )
+        names = feature_names or self._table.names
+        self.groups = None if groups is None else read_groups(groups, names, n_features)
+        self.feature_names = names if self.groups is None else self.groups.names
+        n = self.n_players
         _check_method(method, n)
         self.method = method
         self.budget = _check_budget(budget, method, n)
@@ -168,18 +186,11 @@ class Explainer:
         self.seed = check_seed(seed)
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.per_row_design = bool(per_row_design)
-        if feature_names is not None:
-            feature_names = [str(name) for name in feature_names]
-            if len(feature_names) != n:
-                raise InvalidArgumentError(
-                    f"feature_names has {len(feature_names)} names but background has {n} features"
-                )
-        self.feature_names = feature_names or self._table.names
 
     @property
     def n_players(self) -> int:
-        """Number of players ``n`` (features)."""
-        return self._table.n_columns
+        """Number of players ``n``: the features, or the groups (and ungrouped features)."""
+        return self._table.n_columns if self.groups is None else self.groups.n_players
 
     @property
     def n_features(self) -> int:
@@ -190,6 +201,11 @@ class Explainer:
             stacklevel=2,
         )
         return self.n_players
+
+    def _column_names(self, table: Table) -> list[str]:
+        """Names of the model's input columns, for the groups of a result."""
+        names = self._table.names or table.names
+        return names or [f"x{j}" for j in range(self._table.n_columns)]
 
     def __call__(self, X: Any) -> Explanation:
         """Explain the rows of ``X`` (2-D array or DataFrame; a 1-D ``X`` is one row).
@@ -220,12 +236,12 @@ class Explainer:
         streams = range(1, rows + 1) if self.per_row_design else [0]
         designs = _plan(self._planned, n, self.budget, seed, self.paired, streams)
         if self.per_row_design:
-            masks = [design.masks() for design in designs]
+            masks = [_expand(design.masks(), self.groups) for design in designs]
             sizes = [len(m) for m in masks]
             values = game.evaluate(np.concatenate(masks), rows=np.repeat(np.arange(rows), sizes))
             per_design = np.split(values, np.cumsum(sizes)[:-1])
         else:
-            per_design = [game.evaluate(designs[0].masks())]
+            per_design = [game.evaluate(_expand(designs[0].masks(), self.groups))]
         phi = np.stack(_estimate(designs, per_design, self._proxy, self.cross_fit))
         k = int(np.prod(game.output_shape, dtype=np.int64))
         phi = np.ascontiguousarray(phi.reshape(rows, k, n).transpose(0, 2, 1))  # [rows, n, k]
@@ -234,6 +250,8 @@ class Explainer:
             base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
             data=np.array(table.numpy()),
             feature_names=self.feature_names or table.names or [f"x{i}" for i in range(n)],
+            groups=None if self.groups is None else self.groups.columns(self._column_names(table)),
+            frame=table.values if table.schema is not None else None,
             n_evaluations=max(design.n_coalitions for design in designs),
             method=self.method,
             budget=self.budget,
@@ -254,6 +272,7 @@ def shapley_values(
     max_bytes: int = DEFAULT_MAX_BYTES,
     progress: bool = False,
     paired: bool = True,
+    groups: GroupsArgument | None = None,
     cross_fit: int | None = None,
 ) -> np.ndarray:
     """Shapley values of a game given as a function of coalitions.
@@ -267,6 +286,9 @@ def shapley_values(
         Number of players ``n``.
     method, budget, seed, paired, cross_fit
         As for :class:`Explainer`.
+    groups
+        Player groups (a dict name → player indices, or a list of index lists), each one player
+        of the coarser game; ungrouped players stay players of their own, after the groups.
     batch_size, max_bytes, progress
         Coalitions per call of ``game`` (by default as many as ``max_bytes`` of masks allow,
         usually all at once) and a tqdm progress bar, as for :class:`Explainer`.
@@ -285,16 +307,23 @@ def shapley_values(
     """
     if not callable(game):
         raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
-    n = check_int(n_players, "n_players", 1)
+    n_features = check_int(n_players, "n_players", 1)
     options = QueryOptions.checked(batch_size, max_bytes, progress)
+    grouped = None if groups is None else read_groups(groups, None, n_features)
+    n = n_features if grouped is None else grouped.n_players
     _check_method(method, n)
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
     planned, proxy = resolve(method, n, budget)
     (design,) = _plan(planned, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
-    raw = RawGame(game, n, options=options)
-    (phi,) = _estimate([design], [raw.evaluate(design.masks())], proxy, cross_fit)
+    raw = RawGame(game, n_features, options=options)
+    (phi,) = _estimate([design], [raw.evaluate(_expand(design.masks(), grouped))], proxy, cross_fit)
     return phi if raw.output_shape else phi[0]
+
+
+def _expand(masks: np.ndarray, groups: Groups | None) -> np.ndarray:
+    """Feature masks of player coalitions (the masks themselves without groups)."""
+    return masks if groups is None else groups.expand(masks)
 
 
 def _check_method(method: str, n: int) -> None:

@@ -25,6 +25,7 @@ from ferroshap import _core
 from ferroshap.backend import DEFAULT_MAX_BYTES
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.games import RawGame
+from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.interactions import Interactions, all_masks, check_index, check_order, r_squared
 from ferroshap.maskers import Masker
 from ferroshap.models import resolve_model
@@ -101,6 +102,9 @@ class ProxySPEX:
         Overrides of :data:`DEFAULT_PROXY_PARAMS` (LightGBM parameter names).
     feature_names
         Player names (default: the masker's column names, if any).
+    groups
+        Feature groups, each one player (a dict name → columns or a list of column lists, see
+        :mod:`ferroshap.groups`); the interactions are then between groups.
 
     Examples
     --------
@@ -142,6 +146,7 @@ class ProxySPEX:
         validation_fraction: float = 0.2,
         proxy_params: dict[str, Any] | None = None,
         feature_names: Sequence[str] | None = None,
+        groups: GroupsArgument | None = None,
     ) -> None:
         if masker is None:
             if not callable(game_or_model):
@@ -187,6 +192,9 @@ class ProxySPEX:
         self.proxy_params = {**DEFAULT_PROXY_PARAMS, **(proxy_params or {})}
         self.proxy_params["max_depth"] = max(int(self.proxy_params["max_depth"]), self.max_order)
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+        self.groups = groups
+        if groups is not None and self.n_players is not None:  # fail early on a raw game
+            read_groups(groups, self.feature_names, self.n_players)
 
     def explain(self, x: Any = None) -> Interactions:
         """Interaction values of the game (no ``x``) or of the model at input ``x``.
@@ -210,6 +218,9 @@ class ProxySPEX:
         names = self.feature_names or getattr(self.masker, "feature_names", None)
         if names is not None and len(names) != n:
             raise InvalidArgumentError(f"feature_names has {len(names)} names for {n} players")
+        if self.groups is not None:
+            grouped = read_groups(self.groups, names, n)
+            game, n, names = _grouped_game(game, grouped), grouped.n_players, grouped.names
         raw = RawGame(game, n, options=self.options)
         if n < 63 and self.budget >= 2**n and n <= _core.MAX_TABLE_PLAYERS:
             warnings.warn(
@@ -295,3 +306,12 @@ def _fit_proxy(
         valid_sets=[valid_set],
         callbacks=[lgb.early_stopping(EARLY_STOPPING_ROUNDS, verbose=False)],
     )
+
+
+def _grouped_game(game: Any, groups: Groups) -> Any:
+    """The game on ``groups``' players: each coalition expanded to its groups' features."""
+
+    def grouped(masks: np.ndarray) -> Any:
+        return game(groups.expand(masks))
+
+    return grouped
