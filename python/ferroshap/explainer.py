@@ -22,7 +22,14 @@ from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.models import resolve_model
 from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit, resolve
 from ferroshap.query import QueryOptions
-from ferroshap.validation import Seed, check_int, check_seed, deprecated_spellings, draw_seed
+from ferroshap.validation import (
+    Seed,
+    check_int,
+    check_int_seed,
+    check_seed,
+    deprecated_spellings,
+    draw_seed,
+)
 
 __all__ = ["Explainer", "shapley_values"]
 
@@ -201,6 +208,35 @@ class Explainer:
             stacklevel=2,
         )
         return self.n_players
+
+    def dataset_values(
+        self, columns: list[str]
+    ) -> tuple[list[str], Callable[[Any], tuple[np.ndarray, np.ndarray]]]:
+        """Output names and ``frame -> (phi, base_values)`` for the dataset writers
+        (:func:`ferroshap.datasets.frame_explainer`): ``columns`` are the features, in order."""
+        check_int_seed(self)
+        n_inputs = self._table.n_columns
+        if len(columns) != n_inputs:
+            raise InvalidArgumentError(
+                f"columns: {len(columns)} columns for an explainer of {n_inputs} features"
+            )
+        players = columns if self.groups is None else self.groups.names
+        schema = self._table.schema
+
+        def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+            chunk = frame.select(columns)  # rows like the background: NumPy, pandas or polars
+            if schema is None or schema.is_numeric:
+                chunk = chunk.to_numpy()
+            elif schema.library == "pandas":
+                chunk = chunk.to_pandas()
+            explanation = self(chunk)
+            if explanation.values.ndim != 2:
+                raise InvalidArgumentError(
+                    "model: datasets need a model with one output (use output_index=...)"
+                )
+            return explanation.values, explanation.base_values
+
+        return [f"phi_{p}" for p in players], values
 
     def _column_names(self, table: Table) -> list[str]:
         """Names of the model's input columns, for the groups of a result."""

@@ -131,6 +131,12 @@ class Interactions:
         """Number of non-zero values."""
         return len(self.values)
 
+    @property
+    def base_values(self) -> np.ndarray:
+        """``[baseline_value]``: the empty coalition's value as an array, like every result's
+        ``base_values``."""
+        return np.array([self.baseline_value])
+
     def __repr__(self) -> str:
         return (
             f"Interactions(index={self.index!r}, max_order={self.max_order}, "
@@ -192,24 +198,14 @@ class Interactions:
         Built by keyword with a values array and an ``interaction_lookup``, which every shapiq
         version since 1.3 accepts; no aggregation is re-applied (``target_index = index``).
         """
-        try:
-            from shapiq import InteractionValues
-        except ImportError as err:
-            raise ImportError(
-                "Interactions.to_shapiq() needs the shapiq package: `pip install shapiq`"
-            ) from err
-        keys: list[Key] = [(), *self.values]
-        values = np.array([self.baseline_value, *self.values.values()], dtype=np.float64)
-        return InteractionValues(
-            values=values,
+        return shapiq_values(
+            self.values,
+            self.baseline_value,
             index=self.index,
             max_order=self.max_order,
             n_players=self.n_players,
-            min_order=0,
-            interaction_lookup={key: i for i, key in enumerate(keys)},
             estimated=self.diagnostics.get("estimated", True),
-            estimation_budget=self.n_evaluations,
-            baseline_value=self.baseline_value,
+            budget=self.n_evaluations,
         )
 
     def to_polars(self) -> Any:
@@ -445,4 +441,35 @@ def exact_interactions(
         surrogate=_core.moebius_transform(values, int(n)),
         n_evaluations=2 ** int(n),
         diagnostics={"estimated": False},
+    )
+
+
+def shapiq_values(
+    values: dict[Key, float],
+    baseline: float,
+    *,
+    index: str,
+    max_order: int,
+    n_players: int,
+    estimated: bool,
+    budget: int | None,
+) -> Any:
+    """A ``shapiq.InteractionValues`` (shapiq ≥ 1.3) of ``values`` with ``()`` holding the
+    baseline, built by keyword with a values array and an ``interaction_lookup``."""
+    try:
+        from shapiq import InteractionValues
+    except ImportError as err:
+        raise ImportError("to_shapiq() needs the shapiq package: `pip install shapiq`") from err
+    keys: list[Key] = [(), *values]
+    array = np.array([baseline, *values.values()], dtype=np.float64)
+    return InteractionValues(
+        values=array,
+        index=index,
+        max_order=max_order,
+        n_players=n_players,
+        min_order=0,
+        interaction_lookup={key: j for j, key in enumerate(keys)},
+        estimated=estimated,
+        estimation_budget=budget,
+        baseline_value=baseline,
     )

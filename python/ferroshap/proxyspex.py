@@ -16,7 +16,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,13 @@ from ferroshap.interactions import Interactions, all_masks, check_index, check_o
 from ferroshap.maskers import Masker
 from ferroshap.models import resolve_model
 from ferroshap.query import QueryOptions, single_output
-from ferroshap.validation import check_int, check_seed, deprecated_spellings, draw_seed
+from ferroshap.validation import (
+    check_int,
+    check_int_seed,
+    check_seed,
+    deprecated_spellings,
+    draw_seed,
+)
 
 __all__ = ["DEFAULT_PROXY_PARAMS", "ProxySPEX"]
 
@@ -239,6 +245,25 @@ class ProxySPEX:
                 feature_names=names,
             )
         return self._estimate(raw, n, names)
+
+    def dataset_values(
+        self, columns: list[str]
+    ) -> tuple[list[str], Callable[[Any], tuple[np.ndarray, np.ndarray]]]:
+        """Output names and ``frame -> (phi, base_values)`` for the dataset writers: one fit
+        per row, reporting the surrogate's Shapley values; ``columns`` are the features."""
+        check_int_seed(self)
+        if self.masker is None:
+            raise InvalidArgumentError(
+                "explainer: a ProxySPEX on a raw game has no rows to explain; give it a masker"
+            )
+        empty = np.zeros((1, len(columns)), dtype=bool)
+
+        def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+            explained = [self.explain(row) for row in frame.select(columns).to_numpy()]
+            phi = np.stack([iv.shapley_values() for iv in explained])
+            return phi, np.array([iv.predict(empty)[0] for iv in explained])
+
+        return [f"phi_{c}" for c in columns], values
 
     def _estimate(self, raw: RawGame, n: int, names: list[str] | None) -> Interactions:
         times: dict[str, float] = {}

@@ -14,7 +14,14 @@ import numpy as np
 
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
-__all__ = ["Seed", "check_int", "check_seed", "deprecated_spellings", "draw_seed"]
+__all__ = [
+    "Seed",
+    "check_int",
+    "check_int_seed",
+    "check_seed",
+    "deprecated_spellings",
+    "draw_seed",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,6 +62,15 @@ def draw_seed(seed: Seed) -> int:
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**63))
     return seed
+
+
+def check_int_seed(engine: Any) -> None:
+    """Datasets need one design (or mask set) for every chunk: ``engine.seed`` must be an int."""
+    if not isinstance(engine.seed, int):
+        raise InvalidArgumentError(
+            f"seed: datasets need a {type(engine).__name__} with an int seed (one design for "
+            f"every chunk), got {type(engine.seed).__name__}"
+        )
 
 
 def deprecated_spellings(
