@@ -121,6 +121,11 @@ class ProxySPEX:
     {(2,): -1.0, (0, 1): 2.0}
     """
 
+    feature_names: list[str] | None
+    groups: GroupsArgument | None
+    n_validation: int
+    proxy_params: dict[str, Any]
+
     @deprecated_spellings(
         positional=[
             "masker",

@@ -80,8 +80,8 @@ class SequenceCodec:
             raise InvalidArgumentError(
                 f"{name}: sequence {offset + row} has length {lengths[row]}, expected {self.length}"
             )
-        points = np.frombuffer("".join(sequences).encode("utf-32-le"), dtype=np.uint32)
-        points = points.reshape(len(sequences), self.length)
+        flat = np.frombuffer("".join(sequences).encode("utf-32-le"), dtype=np.uint32)
+        points = flat.reshape(len(sequences), self.length)
         at = np.minimum(np.searchsorted(self._sorted, points), self.q - 1)
         unknown = self._sorted[at] != points
         if unknown.any():

@@ -135,12 +135,11 @@ class FourierSketch:
 
         def chunk_values(start: int, stop: int) -> np.ndarray:
             batch = queries[start:stop]
+            inputs: Any = batch
             if input == "str":
                 inputs = codec.decode(batch)
-            else:
-                inputs = (
-                    batch if predict.backend is None else predict.backend.asarray(batch, "int64")
-                )
+            elif predict.backend is not None:  # a torch module: int64 codes on its device
+                inputs = predict.backend.asarray(batch.astype(np.int64))
             with predict.inference():
                 outputs = predict.function(inputs)
             values = check_outputs(outputs, len(batch), "model").reshape(len(batch), -1)
