@@ -236,4 +236,14 @@ def test_a_dtype_the_model_rejects_raises_the_models_error(people, pipeline) -> 
     strings = frame.assign(age=np.where(frame.age > 40.0, "old", "young"))
     with pytest.raises(Exception) as info:
         fs.Explainer(pipeline, strings.iloc[:5], method="exact")(strings.iloc[5:6])
-    assert not isinstance(info.value, fs.FerroshapError)
+    assert not isinstance(info.value, fs.FerroshapError)  # the model's own error
+    if hasattr(info.value, "__notes__"):  # Python >= 3.11: a note names the suspect columns
+        assert "'age':" in info.value.__notes__[0] and "'city':" in info.value.__notes__[0]
+
+
+def test_to_shap_keeps_the_explained_frame() -> None:
+    pytest.importorskip("shap")
+    background, X = mixed_frame("pandas", 6, 0), mixed_frame("pandas", 2, 1)
+    shap_values = fs.Explainer(additive_score, background, method="exact")(X).to_shap()
+    assert shap_values.display_data[0, 0] == X["word"].iloc[0]  # the real string value
+    assert shap_values.feature_names == list(X.columns)

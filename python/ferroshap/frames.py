@@ -188,6 +188,18 @@ class FrameInputs:
         self._masks = np.empty((0, len(schema.columns)), bool)
         self._rows: np.ndarray | None = None
 
+    def describe_columns(self) -> str:
+        """A note for a model error: the frame's non-numeric columns and their dtypes."""
+        others = {
+            column: str(dtype)
+            for column, dtype in zip(self.schema.columns, self.schema.dtypes, strict=True)
+            if _numpy_itemsize(self.schema.library, dtype) is None
+        }
+        return (
+            f"ferroshap: the model was called on a {self.schema.library} DataFrame whose "
+            f"non-numeric columns are {others}; check that the model accepts these dtypes"
+        )
+
     def prepare(self, masks: np.ndarray, rows: np.ndarray | None) -> None:
         """Set the coalitions (and per-pair explained rows) that :meth:`batch` draws from."""
         self._masks = np.ascontiguousarray(masks, dtype=bool)

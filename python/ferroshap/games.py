@@ -204,8 +204,7 @@ class TabularGame:
         self._options = options
         self._link = link
         self.n_players = int(background.shape[1])
-        with self._backend.inference():
-            empty = check_outputs(model(self._inputs.background), self._n_background, "model")
+        empty = check_outputs(self._call(self._inputs.background), self._n_background, "model")
         self.output_shape: tuple[int, ...] = empty.shape[1:]
         self.empty_value = apply_link(empty.mean(axis=0), link)
 
@@ -249,12 +248,23 @@ class TabularGame:
         )
         return apply_link(out, self._link).reshape(len(masks), -1)
 
+    def _call(self, batch: Any) -> Any:
+        """The model on ``batch``; an error it raises on a DataFrame gets a note naming the
+        frame's non-numeric columns and their dtypes (the likely cause)."""
+        try:
+            with self._backend.inference():
+                return self._model(batch)
+        except Exception as err:
+            framed = isinstance(self._inputs, FrameInputs) and hasattr(err, "add_note")
+            if framed and not ArrayBackend.is_out_of_memory(err):  # notes: Python >= 3.11
+                err.add_note(self._inputs.describe_columns())
+            raise
+
     def _chunk_values(self, start: int, stop: int) -> np.ndarray:
         """Background-averaged model outputs ``[stop - start, k]`` of the pairs in the chunk."""
         batch = self._inputs.batch(start, stop)
         n_model_rows = (stop - start) * self._n_background
-        with self._backend.inference():
-            outputs = self._model(batch)
+        outputs = self._call(batch)
         shape = tuple(getattr(outputs, "shape", ()))
         if shape[1:] != self.output_shape:
             raise InvalidArgumentError(
