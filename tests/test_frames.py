@@ -247,3 +247,17 @@ def test_to_shap_keeps_the_explained_frame() -> None:
     shap_values = fs.Explainer(additive_score, background, method="exact")(X).to_shap()
     assert shap_values.display_data[0, 0] == X["word"].iloc[0]  # the real string value
     assert shap_values.feature_names == list(X.columns)
+
+
+@pytest.mark.parametrize("library", ["pandas", "polars"])
+def test_per_row_designs_and_the_baseline_masker_take_frames(library) -> None:
+    background, X = mixed_frame(library, 8, 0), mixed_frame(library, 3, 1)
+    shared = fs.Explainer(additive_score, background, method="exact")(X)
+    per_row = fs.Explainer(additive_score, background, method="exact", per_row_design=True)(X)
+    np.testing.assert_allclose(per_row.values, shared.values, rtol=0, atol=1e-12)
+    masker = fs.maskers.Baseline(background)
+    game, n = masker.game(additive_score, X.head(1))
+    assert n == 6 and masker.feature_names == list(background.columns)
+    masks = np.eye(6, dtype=bool)
+    empty = game(np.zeros((1, 6), dtype=bool))
+    np.testing.assert_allclose(game(masks) - empty, shared.values[0], rtol=0, atol=1e-12)
