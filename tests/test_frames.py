@@ -247,6 +247,9 @@ def test_to_shap_keeps_the_explained_frame() -> None:
     shap_values = fs.Explainer(additive_score, background, method="exact")(X).to_shap()
     assert shap_values.display_data[0, 0] == X["word"].iloc[0]  # the real string value
     assert shap_values.feature_names == list(X.columns)
+    numbers = pl.DataFrame(np.ones((2, 3)), schema=list("abc"))  # background NumPy, X a frame
+    numeric = fs.Explainer(lambda z: z.sum(1), np.zeros((1, 3)), method="exact")(numbers)
+    assert numeric.to_shap().display_data.shape == (2, 3)
 
 
 @pytest.mark.parametrize("library", ["pandas", "polars"])

@@ -287,7 +287,7 @@ class Explainer:
             data=np.array(table.numpy()),
             feature_names=self.feature_names or table.names or [f"x{i}" for i in range(n)],
             groups=None if self.groups is None else self.groups.columns(self._column_names(table)),
-            frame=table.values if table.schema is not None else None,
+            frame=table.frame,
             n_evaluations=max(design.n_coalitions for design in designs),
             method=self.method,
             budget=self.budget,

@@ -285,11 +285,14 @@ class Table:
         The frame's schema, or ``None`` when the input was not a DataFrame.
     names
         Column names of a DataFrame input, else ``None``.
+    frame
+        The (collected) DataFrame itself, else ``None``.
     """
 
     values: Any
     schema: FrameSchema | None
     names: list[str] | None
+    frame: Any = None
 
     @property
     def n_columns(self) -> int:
@@ -328,9 +331,9 @@ def read_table(data: Any, name: str) -> Table:
     if schema.is_numeric:
         array, names = as_2d_array(data, name)
         check_finite(array, name)
-        return Table(array, schema, names)
+        return Table(array, schema, names, data)
     check_frame_finite(data, schema, name)
-    return Table(data, schema, schema.columns)
+    return Table(data, schema, schema.columns, data)
 
 
 def read_rows_like(data: Any, reference: Table, name: str, reference_name: str) -> Table:
