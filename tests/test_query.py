@@ -154,6 +154,8 @@ def test_old_spellings_warn_and_still_work(data) -> None:
         assert fs.Explainer(Counting(), background).n_features == N
     with pytest.warns(DeprecationWarning, match=r"n=\.\.\."):
         assert fs.ProxySPEX(game, n=N).n_players == N
+    with pytest.warns(DeprecationWarning, match="ProxySPEX.n is deprecated"):
+        assert fs.ProxySPEX(game, N).n == N
     with pytest.warns(DeprecationWarning, match=r"length=\.\.\."):
         fs.FourierSketch.fit(lambda s: [1.0] * len(s), length=3, alphabet="AC", budget=100)
     with pytest.warns(DeprecationWarning, match="by position"):

@@ -251,6 +251,14 @@ class ProxySPEX:
             )
         return self._estimate(raw, n, names)
 
+    @property
+    def n(self) -> int | None:
+        """Deprecated spelling of :attr:`n_players`."""
+        warnings.warn(
+            "ProxySPEX.n is deprecated; use ProxySPEX.n_players", DeprecationWarning, stacklevel=2
+        )
+        return self.n_players
+
     def dataset_values(
         self, columns: list[str]
     ) -> tuple[list[str], Callable[[Any], tuple[np.ndarray, np.ndarray]]]:
