@@ -255,9 +255,10 @@ class TabularGame:
             with self._backend.inference():
                 return self._model(batch)
         except Exception as err:
-            framed = isinstance(self._inputs, FrameInputs) and hasattr(err, "add_note")
-            if framed and not ArrayBackend.is_out_of_memory(err):  # notes: Python >= 3.11
-                err.add_note(self._inputs.describe_columns())
+            inputs = self._inputs
+            noted = hasattr(err, "add_note") and not ArrayBackend.is_out_of_memory(err)
+            if isinstance(inputs, FrameInputs) and noted:  # notes need Python >= 3.11
+                err.add_note(inputs.describe_columns())
             raise
 
     def _chunk_values(self, start: int, stop: int) -> np.ndarray:
