@@ -81,7 +81,7 @@ def main() -> None:
             make_explainer,
             columns,
             keys=["id"],
-            batch_size=args.batch_size,
+            rows_per_batch=args.batch_size,
             concurrency=args.concurrency,
         )
         remote = pl.from_pandas(result.to_pandas()).sort("id")

@@ -57,7 +57,9 @@ def run(budget: int, seed: int, n: int = 64) -> list[str]:
 
     game = TimedGame(soum, sd, seed)
     start = time.perf_counter()
-    iv = fs.ProxySPEX(game, n=n, budget=budget, max_order=4, index="Moebius", seed=seed).explain()
+    iv = fs.ProxySPEX(
+        game, n_players=n, budget=budget, max_order=4, index="Moebius", seed=seed
+    ).explain()
     total = time.perf_counter() - start
     d = iv.diagnostics
     r2, err = score(iv.surrogate, soum, test)

@@ -63,7 +63,7 @@ def main() -> None:
         try:
             start = time.perf_counter()
             dataset = ray.data.from_arrow(frame.to_arrow())
-            result = explain_ray(dataset, make_explainer, COLUMNS, keys=["id"], batch_size=256)
+            result = explain_ray(dataset, make_explainer, COLUMNS, keys=["id"], rows_per_batch=256)
             remote = pl.from_pandas(result.to_pandas()).sort("id")
             seconds = time.perf_counter() - start
         finally:

@@ -40,7 +40,9 @@ def main() -> None:
         return clean(masks) + noise.normal(0.0, 0.02, len(masks))
 
     start = time.perf_counter()
-    iv = fs.ProxySPEX(game, n=n, budget=budget, max_order=4, index="k-SII", seed=0).explain()
+    iv = fs.ProxySPEX(
+        game, n_players=n, budget=budget, max_order=4, index="k-SII", seed=0
+    ).explain()
     seconds = time.perf_counter() - start
 
     shapley = np.zeros(n)

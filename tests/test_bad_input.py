@@ -36,7 +36,7 @@ def explain(**kwargs: object) -> Callable[[], object]:
 
 def raw(**kwargs: object) -> Callable[[], object]:
     """A call of ``shapley_values(**kwargs)`` with defaults for what is not given."""
-    arguments = {"game": lambda masks: masks.sum(axis=1), "n": 5, "budget": 16, **kwargs}
+    arguments = {"game": lambda masks: masks.sum(axis=1), "n_players": 5, "budget": 16, **kwargs}
     return lambda: fs.shapley_values(**arguments)
 
 
@@ -80,7 +80,7 @@ CASES = {
         ),
     ),
     "exact above 24 players": (
-        raw(method="exact", n=25),
+        raw(method="exact", n_players=25),
         InvalidArgumentError,
         r"method='exact'.*at most 24 features; got n=25",
     ),
@@ -123,7 +123,7 @@ CASES = {
         InvalidArgumentError,
         r"X columns \['a', 'b', 'd', 'c'\] differ from background columns",
     ),
-    "no players": (raw(n=0), InvalidArgumentError, r"n must be at least 1"),
+    "no players": (raw(n_players=0), InvalidArgumentError, r"n_players must be at least 1"),
     "max_bytes": (explain(max_bytes=0), InvalidArgumentError, r"max_bytes must be at least 1"),
 }
 

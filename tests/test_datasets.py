@@ -145,7 +145,7 @@ def test_ray_matches_the_single_machine_path_despite_a_killed_actor(
     dataset = ray.data.from_arrow(frame.to_arrow()).repartition(5)
     marker = str(tmp_path / "crashed")
     result = explain_ray(
-        dataset, crash_once_factory(marker), COLUMNS, keys=["id"], batch_size=32, concurrency=1
+        dataset, crash_once_factory(marker), COLUMNS, keys=["id"], rows_per_batch=32, concurrency=1
     )
     out = pl.from_pandas(result.to_pandas()).sort("id")
     assert os.path.exists(marker), "the actor was meant to crash once"

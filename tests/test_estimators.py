@@ -57,7 +57,9 @@ def test_exact_method_matches_oracle_without_warning() -> None:
 
 def _mean_error(game: Soum, method: str, budget: int, seeds: range) -> float:
     errors = [
-        relative_error(fs.shapley_values(game, game.n, method, budget, seed), game.shapley)
+        relative_error(
+            fs.shapley_values(game, game.n, method=method, budget=budget, seed=seed), game.shapley
+        )
         for seed in seeds
     ]
     return float(np.mean(errors))

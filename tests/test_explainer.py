@@ -80,7 +80,8 @@ def test_lightgbm_error_falls_with_budget(lightgbm_case, method: str) -> None:
         return np.mean(
             [
                 relative_error(
-                    fs.Explainer(model, background, method, budget, seed=s)(X).values, truth
+                    fs.Explainer(model, background, method=method, budget=budget, seed=s)(X).values,
+                    truth,
                 )
                 for s in range(3)
             ]
@@ -115,19 +116,33 @@ def test_dataframes_give_feature_names(data) -> None:
     background, X = data
     names = [f"f{i}" for i in range(6)]
     reference = fs.Explainer(_model, background, budget=40)(X)
-    for frame in (lambda a, columns: pl.DataFrame(a, schema=columns), pd.DataFrame):
-        ex = fs.Explainer(_model, frame(background, columns=names), budget=40)(
+    for library, frame in (
+        (pl.DataFrame, lambda a, columns: pl.DataFrame(a, schema=columns)),
+        (pd.DataFrame, pd.DataFrame),
+    ):
+        received: list[object] = []
+
+        def on_frames(z, received=received):
+            received.append(z)
+            return _model(np.asarray(z.to_numpy()))
+
+        ex = fs.Explainer(on_frames, frame(background, columns=names), budget=40)(
             frame(X, columns=names)
         )
         assert ex.feature_names == names
         np.testing.assert_array_equal(ex.values, reference.values)
-    # names from X alone, and explicit names win over columns
+        # numeric frames reach the model as frames of the same library, columns and dtype
+        assert all(isinstance(z, library) and list(z.columns) == names for z in received)
+    # names from X alone (the model then gets NumPy like the background), explicit names win
     assert (
         fs.Explainer(_model, background, budget=40)(pl.DataFrame(X, schema=names)).feature_names
         == names
     )
     ex = fs.Explainer(
-        _model, pl.DataFrame(background, schema=names), budget=40, feature_names=list("abcdef")
+        lambda z: _model(z.to_numpy()),
+        pl.DataFrame(background, schema=names),
+        budget=40,
+        feature_names=list("abcdef"),
     )(X)
     assert ex.feature_names == list("abcdef")
     assert reference.feature_names == [f"x{i}" for i in range(6)]

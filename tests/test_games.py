@@ -9,6 +9,7 @@ import pytest
 from ferroshap import _core
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.games import TabularGame
+from ferroshap.query import QueryOptions
 
 
 def direct_values(model, background, rows, masks) -> np.ndarray:
@@ -31,7 +32,9 @@ def test_masked_inputs_match_direct_construction(dtype) -> None:
     def model(z: np.ndarray) -> np.ndarray:
         return z.astype(np.float64) @ w + z[:, 0] * z[:, 3]
 
-    game = TabularGame(model, background, rows, batch_size=14)  # 2 coalition-row pairs a call
+    game = TabularGame(
+        model, background, rows, options=QueryOptions(batch_size=14)
+    )  # 2 coalition-row pairs a call
     # Integer-valued data: every path computes the same sums exactly (float32 included).
     np.testing.assert_array_equal(
         game.evaluate(masks), direct_values(model, background, rows, masks)

@@ -232,7 +232,7 @@ def test_exact_interactions_bad_input() -> None:
         fs.exact_interactions(game, 3, max_order=0)
     with pytest.raises(InvalidTypeError, match="max_order must be an int"):
         fs.exact_interactions(game, 3, max_order=1.5)  # type: ignore[arg-type]
-    with pytest.raises(InvalidArgumentError, match="n must be between 1 and 20"):
+    with pytest.raises(InvalidArgumentError, match="n_players must be between 1 and 20"):
         fs.exact_interactions(game, 21)
     with pytest.raises(InvalidTypeError, match="game must be callable"):
         fs.exact_interactions(3, 3)  # type: ignore[arg-type]

@@ -40,9 +40,9 @@ def test_every_engine_checks_its_cap():
     with pytest.raises(InvalidArgumentError, match="exact_interactions with n=10"):
         fs.exact_interactions(additive, 10, max_memory=tiny)
     with pytest.raises(InvalidArgumentError, match="ProxySPEX with n=30, budget=500"):
-        fs.ProxySPEX(additive, n=30, budget=500, max_memory=tiny).explain()
+        fs.ProxySPEX(additive, n_players=30, budget=500, max_memory=tiny).explain()
     with pytest.raises(InvalidArgumentError, match=r"FourierSketch\.fit with length=10"):
-        fs.FourierSketch.fit(lambda s: np.zeros(len(s)), 10, "AC", 200, max_memory=tiny)
+        fs.FourierSketch.fit(lambda s: np.zeros(len(s)), 10, "AC", budget=200, max_memory=tiny)
 
 
 def test_a_generous_cap_changes_nothing():
@@ -58,7 +58,7 @@ def test_caps_must_be_positive(bad):
     with pytest.raises(InvalidArgumentError, match="max_memory"):
         fs.Explainer(lambda z: z.sum(1), np.zeros((1, 3)), max_memory=bad)
     with pytest.raises(InvalidArgumentError, match="max_memory"):
-        fs.ProxySPEX(additive, n=30, budget=500, max_memory=bad)
+        fs.ProxySPEX(additive, n_players=30, budget=500, max_memory=bad)
 
 
 @pytest.mark.parametrize("bad", [1.5, "1GB", True])

@@ -30,7 +30,9 @@ def test_sum_of_unanimity_games(
     """Noiseless SOUM: the large terms are recovered in the Möbius values and the Shapley values
     are within ``sv_tolerance`` (relative) of the closed form."""
     soum = Soum(n, n_terms, order, seed=n)
-    iv = fs.ProxySPEX(soum, n=n, budget=budget, max_order=order, index="Moebius", seed=1).explain()
+    iv = fs.ProxySPEX(
+        soum, n_players=n, budget=budget, max_order=order, index="Moebius", seed=1
+    ).explain()
     assert iv.n_evaluations == budget
     assert relative_error(iv.shapley_values(), soum.shapley) < sv_tolerance
     truth = true_terms(soum)
@@ -47,7 +49,7 @@ def test_faithfulness_on_a_noisy_sparse_game() -> None:
     def noisy(masks: np.ndarray) -> np.ndarray:
         return soum(masks) + rng.normal(0.0, sd, len(masks))
 
-    iv = fs.ProxySPEX(noisy, n=32, budget=1000, max_order=3, seed=0).explain()
+    iv = fs.ProxySPEX(noisy, n_players=32, budget=1000, max_order=3, seed=0).explain()
     held_out = np.random.default_rng(1).random((1000, 32)) < 0.5
     assert iv.faithfulness(soum, held_out) >= 0.9
     assert iv.diagnostics["validation_r2"] >= 0.9
@@ -56,8 +58,8 @@ def test_faithfulness_on_a_noisy_sparse_game() -> None:
 
 def test_same_seed_same_values_bit_for_bit() -> None:
     soum = Soum(20, 8, 3, seed=2)
-    first = fs.ProxySPEX(soum, n=20, budget=300, seed=7).explain()
-    second = fs.ProxySPEX(soum, n=20, budget=300, seed=7).explain()
+    first = fs.ProxySPEX(soum, n_players=20, budget=300, seed=7).explain()
+    second = fs.ProxySPEX(soum, n_players=20, budget=300, seed=7).explain()
     assert first.values == second.values
     np.testing.assert_array_equal(first.shapley_values(), second.shapley_values())
 
@@ -97,7 +99,7 @@ def test_tokens_masker() -> None:
 def test_budget_covering_every_coalition_is_exact() -> None:
     game = Soum(6, 5, 3, seed=1)
     with pytest.warns(UserWarning, match="exact interaction values"):
-        iv = fs.ProxySPEX(game, n=6, budget=64, index="SII", max_order=3).explain()
+        iv = fs.ProxySPEX(game, n_players=6, budget=64, index="SII", max_order=3).explain()
     oracle = fs.exact_interactions(game, 6, index="SII", max_order=3)
     assert iv.values.keys() == oracle.values.keys()
     for key, value in oracle.values.items():
@@ -110,7 +112,7 @@ def test_budget_covering_every_coalition_is_exact() -> None:
         ({"budget": 40}, InvalidArgumentError, r"budget must be at least 48 \(16 validation"),
         ({"max_order": 0}, InvalidArgumentError, "max_order must be at least 1"),
         ({"index": "Shapley"}, InvalidArgumentError, r"index must be one of .*'k-SII'"),
-        ({"n": None}, InvalidArgumentError, "n .* is required"),
+        ({"n_players": None}, InvalidArgumentError, "n_players .* is required"),
         ({"game_or_model": 5}, InvalidTypeError, "game must be callable"),
         ({"validation_fraction": 1.5}, InvalidArgumentError, "validation_fraction"),
         ({"seed": -1}, InvalidArgumentError, "seed"),
@@ -118,7 +120,11 @@ def test_budget_covering_every_coalition_is_exact() -> None:
     ],
 )
 def test_bad_input(kwargs: dict[str, object], error: type[Exception], pattern: str) -> None:
-    arguments: dict[str, object] = {"game_or_model": lambda m: m.sum(1) * 1.0, "n": 10, **kwargs}
+    arguments: dict[str, object] = {
+        "game_or_model": lambda m: m.sum(1) * 1.0,
+        "n_players": 10,
+        **kwargs,
+    }
     with pytest.raises(error, match=pattern):
         fs.ProxySPEX(**arguments)  # type: ignore[arg-type]
 
@@ -126,15 +132,15 @@ def test_bad_input(kwargs: dict[str, object], error: type[Exception], pattern: s
 def test_bad_explain_calls() -> None:
     game = lambda m: m.sum(1) * 1.0  # noqa: E731
     with pytest.raises(InvalidArgumentError, match="x must be None for a raw game"):
-        fs.ProxySPEX(game, n=10, budget=100).explain(np.ones(10))
+        fs.ProxySPEX(game, n_players=10, budget=100).explain(np.ones(10))
     with_masker = fs.ProxySPEX(lambda z: z.sum(1), masker=fs.maskers.Baseline(np.zeros(3)))
     with pytest.raises(InvalidArgumentError, match=r"x .* is required with a masker"):
         with_masker.explain()
-    with pytest.raises(InvalidArgumentError, match="x must be one row of 3 features"):
+    with pytest.raises(InvalidArgumentError, match="x has 4 features but rows has 3"):
         with_masker.explain(np.ones(4))
     with pytest.raises(InvalidArgumentError, match="integer token ids"):
         fs.ProxySPEX(lambda b: b.sum(1), masker=fs.maskers.Tokens(0)).explain([0.5, 1.5])
     with pytest.raises(InvalidTypeError, match="masker must be"):
         fs.ProxySPEX(lambda z: z, masker=object())  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="one value per coalition"):
-        fs.ProxySPEX(lambda m: np.ones((len(m), 2)), n=10, budget=100).explain()
+        fs.ProxySPEX(lambda m: np.ones((len(m), 2)), n_players=10, budget=100).explain()

@@ -359,3 +359,22 @@ def test_corrupt_and_foreign_files_fail_to_load(tmp_path: Path) -> None:
             fs.FourierSketch.load(path)
     with pytest.raises(FileNotFoundError):
         fs.FourierSketch.load(tmp_path / "missing.npz")
+
+
+def test_sequence_interactions_convert_to_shapiq() -> None:
+    pytest.importorskip("shapiq")
+    sketch = fs.FourierSketch.fit(
+        lambda seqs: [s.count("G") + 2.0 * (s[0] == s[3]) for s in seqs],
+        6,
+        "ACGT",
+        budget=3000,
+        seed=0,
+    )
+    iv = sketch.interactions(["GATGCA", "TTTTTT"], max_order=2)
+    converted = iv.to_shapiq()
+    assert len(converted) == 2 and converted[0].n_players == 6
+    for r, values in enumerate(converted):
+        for key, value in iv.row(r).items():
+            assert values[key] == pytest.approx(value, abs=1e-12)
+        assert values.baseline_value == pytest.approx(iv.base_values[r])
+    assert iv.to_shapiq(1).baseline_value == pytest.approx(iv.base_values[1])

@@ -21,7 +21,12 @@ array([4., 4., 4., 4.])
 
 from ferroshap import maskers
 from ferroshap._core import METHODS, __version__
-from ferroshap.errors import FerroshapError, InvalidArgumentError, InvalidTypeError
+from ferroshap.errors import (
+    DeviceMemoryError,
+    FerroshapError,
+    InvalidArgumentError,
+    InvalidTypeError,
+)
 from ferroshap.explainer import Explainer, shapley_values
 from ferroshap.explanation import Explanation
 from ferroshap.interactions import INDICES, Interactions, exact_interactions
@@ -33,6 +38,7 @@ __all__ = [
     "INDICES",
     "METHODS",
     "PROXY_METHODS",
+    "DeviceMemoryError",
     "Explainer",
     "Explanation",
     "FerroshapError",

@@ -1,5 +1,5 @@
 """Array plumbing shared by the explainers: input conversion, validation, device placement,
-chunking, progress.
+progress bars (the chunked query loop itself is :mod:`ferroshap.query`).
 
 Inputs (NumPy arrays, nested lists, polars or pandas DataFrames) become 2-D NumPy arrays that keep
 the user's dtype, so a float32 model is called with float32 batches. Arrays of another library
@@ -26,7 +26,6 @@ __all__ = [
     "check_finite",
     "check_outputs",
     "check_outputs_shape",
-    "chunk_length",
     "progress_bar",
     "to_host",
     "to_numpy",
@@ -320,25 +319,6 @@ def check_outputs_shape(shape: tuple[int, ...], expected_rows: int, name: str) -
             f"{name} must return an array of shape [{expected_rows}] or [{expected_rows}, k] "
             f"for {expected_rows} input rows, got shape {tuple(shape)}"
         )
-
-
-def chunk_length(unit_bytes: int, unit_rows: int, chunk_bytes: int, batch_size: int | None) -> int:
-    """Number of work units per model call (at least one).
-
-    A unit is ``unit_rows`` model input rows taking ``unit_bytes`` bytes. With ``batch_size``
-    (model rows per call) given it decides; otherwise the units fit in ``chunk_bytes`` (see
-    :meth:`ArrayBackend.chunk_bytes`).
-
-    Examples
-    --------
-    >>> chunk_length(unit_bytes=800, unit_rows=10, chunk_bytes=8000, batch_size=None)
-    10
-    >>> chunk_length(unit_bytes=800, unit_rows=10, chunk_bytes=8000, batch_size=35)
-    3
-    """
-    if batch_size is not None:
-        return max(1, batch_size // unit_rows)
-    return max(1, chunk_bytes // unit_bytes)
 
 
 class Progress(Protocol):

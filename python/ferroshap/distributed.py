@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ferroshap.datasets import frame_explainer
+from ferroshap.validation import deprecated_spellings
 
 __all__ = ["explain_ray"]
 
@@ -40,13 +41,14 @@ class _ExplainActor:
         return self._explain(frame).to_arrow()
 
 
+@deprecated_spellings(renamed={"batch_size": "rows_per_batch"})
 def explain_ray(
     dataset: Any,
     explainer_factory: Callable[[], Any],
     columns: Sequence[str],
     *,
     keys: Sequence[str] = (),
-    batch_size: int = 1024,
+    rows_per_batch: int = 1024,
     concurrency: int = 1,
     num_gpus: float = 0,
     **map_batches_args: Any,
@@ -62,8 +64,9 @@ def explain_ray(
         master seed) or a :class:`ferroshap.FourierSketch`; called once per actor.
     columns, keys
         As for :func:`ferroshap.datasets.frame_explainer`.
-    batch_size
-        Rows per batch handed to an actor.
+    rows_per_batch
+        Dataset rows per Ray batch handed to an actor (``Dataset.map_batches``'s
+        ``batch_size``; the explainer's own ``batch_size`` is model rows per model call).
     concurrency
         Number of actors (each takes one CPU unless ``num_cpus`` says otherwise; leave CPUs
         free for Ray Data's read tasks, or a small machine deadlocks).
@@ -86,7 +89,7 @@ def explain_ray(
     return dataset.map_batches(
         _ExplainActor,
         fn_constructor_args=(explainer_factory, list(columns), list(keys)),
-        batch_size=batch_size,
+        batch_size=rows_per_batch,
         batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=concurrency),
         num_gpus=num_gpus,

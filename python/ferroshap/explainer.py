@@ -13,15 +13,43 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array, check_finite, to_numpy
+from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
+from ferroshap.frames import Table, frame_model, read_rows_like, read_table
 from ferroshap.games import LINKS, RawGame, TabularGame
-from ferroshap.models import ModelFunction, resolve_model
+from ferroshap.groups import Groups, GroupsArgument, read_groups
+from ferroshap.models import resolve_model
 from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit, resolve
-from ferroshap.validation import Seed, check_int, check_seed, draw_seed
+from ferroshap.query import QueryOptions
+from ferroshap.validation import (
+    Seed,
+    check_int,
+    check_int_seed,
+    check_seed,
+    deprecated_spellings,
+    draw_seed,
+)
 
 __all__ = ["Explainer", "shapley_values"]
+
+_LEGACY_POSITIONAL = [
+    "method",
+    "budget",
+    "paired",
+    "seed",
+    "batch_size",
+    "feature_names",
+    "progress",
+    "per_row_design",
+    "max_bytes",
+    "model_output",
+    "link",
+    "output_index",
+    "cross_fit",
+]
+"""The order in which ``Explainer`` took its arguments by position before they became
+keyword-only (accepted for one release with a ``DeprecationWarning``)."""
 
 
 class Explainer:
@@ -34,13 +62,17 @@ class Explainer:
     Parameters
     ----------
     model
-        The model. An object with a ``predict`` method (scikit-learn, LightGBM, ...) is called
-        through ``predict``; otherwise the object itself must be callable. It receives a 2-D
-        NumPy batch ``[batch, n]`` in the data's dtype and returns ``[batch]`` or
-        ``[batch, k]``.
+        The model. A classifier (scikit-learn, LightGBM, XGBoost, a ``Pipeline`` ending in one)
+        is called through ``predict_proba`` and every class is explained; another object with a
+        ``predict`` method through ``predict``; otherwise the object itself must be callable
+        (see ``model_output``). It receives a batch ``[batch, n]`` like the background: a NumPy
+        array in the data's dtype, or a frame of the background's library with its columns
+        and dtypes, and returns ``[batch]`` or ``[batch, k]``.
     background
-        Background rows: a 2-D array or a polars / pandas DataFrame (column names become the
-        feature names). A single row gives the single-baseline game.
+        Background rows: a 2-D array or a polars / pandas DataFrame (a polars LazyFrame is
+        collected; column names become the feature names). String, categorical, boolean and
+        datetime columns are masked like numbers, cell by cell. A single row gives the
+        single-baseline game.
     method
         One of :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
         ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
@@ -67,14 +99,20 @@ class Explainer:
         ``x0 .. x{n-1}``.
     progress
         Show a tqdm progress bar (needs ``tqdm``).
+    groups
+        Feature groups, each one player: a dict name → columns (names or positions) or a list
+        of column lists (named ``g0, g1, ...``). Features in no group stay players of their
+        own, after the groups; values are then ``(rows, players)`` and ``feature_names`` the
+        player names. See :mod:`ferroshap.groups`.
     per_row_design
         Plan one design per explained row (stream ``row_index + 1`` of the seed) instead of one
         shared design, so estimation errors are independent across rows.
     max_bytes
         Cap on the bytes of masked model inputs built at once (default 256 MiB).
     model_output
-        How to call ``model``: ``"auto"`` (``predict`` if it has one, else call it), ``"call"``,
-        ``"predict"``, ``"predict_proba"`` or ``"decision_function"``.
+        How to call ``model``: ``"auto"`` (``predict_proba`` for a classifier, else ``predict``
+        if it has one, else call it), ``"call"``, ``"predict"`` (a classifier's hard labels),
+        ``"predict_proba"`` or ``"decision_function"``.
     link
         ``"identity"`` or ``"logit"``: explain ``link(mean_b f(x_S, b_notS))``, e.g. the
         log-odds of a classifier's averaged probability (as ``shap.KernelExplainer`` does).
@@ -111,24 +149,26 @@ class Explainer:
     True
     """
 
+    @deprecated_spellings(positional=_LEGACY_POSITIONAL)
     def __init__(
         self,
         model: Any,
         background: Any,
+        *,
         method: str = "leverage",
         budget: int = 2048,
-        paired: bool = True,
         seed: Seed = 0,
         batch_size: int | None = None,
-        feature_names: Sequence[str] | None = None,
-        progress: bool = False,
-        per_row_design: bool = False,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
         model_output: str = "auto",
-        link: str = "identity",
         output_index: int | None = None,
+        paired: bool = True,
+        link: str = "identity",
+        feature_names: Sequence[str] | None = None,
+        groups: GroupsArgument | None = None,
+        per_row_design: bool = False,
         cross_fit: int | None = None,
-        *,
         max_memory: int | None = None,
     ) -> None:
         if max_memory is not None:
@@ -138,10 +178,20 @@ class Explainer:
             raise InvalidArgumentError(f"link must be one of {LINKS}; got {link!r}")
         self.link = link
         self._model = resolve_model(model, model_output, output_index)
-        background_array, background_names = as_2d_array(background, "background")
-        self._background = _place(background_array, self._model)
-        check_finite(self._background, "background")
-        n = self._background.shape[1]
+        self._table = read_table(background, "background")
+        self._background = self._model.place(self._table.values)
+        n_features = self._table.n_columns
+        if feature_names is not None:
+            feature_names = [str(name) for name in feature_names]
+            if len(feature_names) != n_features:
+                raise InvalidArgumentError(
+                    f"feature_names has {len(feature_names)} names but background has "
+                    f"{n_features} features"
+                )
+        names = feature_names or self._table.names
+        self.groups = None if groups is None else read_groups(groups, names, n_features)
+        self.feature_names = names if self.groups is None else self.groups.names
+        n = self.n_players
         _check_method(method, n)
         self.method = method
         self.budget = _check_budget(budget, method, n)
@@ -149,23 +199,57 @@ class Explainer:
         self._planned, self._proxy = resolve(method, n, self.budget)
         self.paired = bool(paired)
         self.seed = check_seed(seed)
-        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
-        self.max_bytes = check_int(max_bytes, "max_bytes", 1)
-        self.progress = bool(progress)
+        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.per_row_design = bool(per_row_design)
-        if feature_names is not None:
-            feature_names = [str(name) for name in feature_names]
-            if len(feature_names) != n:
-                raise InvalidArgumentError(
-                    f"feature_names has {len(feature_names)} names but background has {n} features"
-                )
-        self._background_names = background_names
-        self.feature_names = feature_names or background_names
+
+    @property
+    def n_players(self) -> int:
+        """Number of players ``n``: the features, or the groups (and ungrouped features)."""
+        return self._table.n_columns if self.groups is None else self.groups.n_players
 
     @property
     def n_features(self) -> int:
-        """Number of features ``n`` (players)."""
-        return int(self._background.shape[1])
+        """Deprecated spelling of :attr:`n_players`."""
+        warnings.warn(
+            "Explainer.n_features is deprecated; use Explainer.n_players",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.n_players
+
+    def dataset_values(
+        self, columns: list[str]
+    ) -> tuple[list[str], Callable[[Any], tuple[np.ndarray, np.ndarray]]]:
+        """Output names and ``frame -> (phi, base_values)`` for the dataset writers
+        (:func:`ferroshap.datasets.frame_explainer`): ``columns`` are the features, in order."""
+        check_int_seed(self)
+        n_inputs = self._table.n_columns
+        if len(columns) != n_inputs:
+            raise InvalidArgumentError(
+                f"columns: {len(columns)} columns for an explainer of {n_inputs} features"
+            )
+        players = columns if self.groups is None else self.groups.names
+        schema = self._table.schema
+
+        def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+            chunk = frame.select(columns)  # rows like the background: NumPy, pandas or polars
+            if schema is None or schema.is_numeric:
+                chunk = chunk.to_numpy()
+            elif schema.library == "pandas":
+                chunk = chunk.to_pandas()
+            explanation = self(chunk)
+            if explanation.values.ndim != 2:
+                raise InvalidArgumentError(
+                    "model: datasets need a model with one output (use output_index=...)"
+                )
+            return explanation.values, explanation.base_values
+
+        return [f"phi_{p}" for p in players], values
+
+    def _column_names(self, table: Table) -> list[str]:
+        """Names of the model's input columns, for the groups of a result."""
+        names = self._table.names or table.names
+        return names or [f"x{j}" for j in range(self._table.n_columns)]
 
     def __call__(self, X: Any) -> Explanation:
         """Explain the rows of ``X`` (2-D array or DataFrame; a 1-D ``X`` is one row).
@@ -175,31 +259,20 @@ class Explainer:
         Explanation
             ``values`` of shape ``(rows, n)`` or ``(rows, n, k)``, ``base_values``, ``data`` etc.
         """
-        x_array, x_names = as_2d_array(X, "X")
-        x = _place(x_array, self._model)
+        table = read_rows_like(X, self._table, "X", "background")
+        x = self._model.place(table.values)
         x_backend, background_backend = ArrayBackend.of(x), ArrayBackend.of(self._background)
         if not x_backend.same_as(background_backend):
             raise InvalidArgumentError(
                 f"X is a {x_backend.describe()} array but background is "
                 f"{background_backend.describe()}; pass both from the same library and device"
             )
-        check_finite(x, "X")
-        n = self.n_features
-        if x.shape[1] != n:
-            raise InvalidArgumentError(
-                f"X has {x.shape[1]} features but background has {n}; they must match"
-            )
-        if x_names is not None and self._background_names not in (None, x_names):
-            raise InvalidArgumentError(
-                f"X columns {x_names} differ from background columns {self._background_names}"
-            )
+        n = self.n_players
         game = TabularGame(
-            self._model.function,
+            frame_model(self._model.function, self._table.schema),
             self._background,
             x,
-            max_bytes=self.max_bytes,
-            batch_size=self.batch_size,
-            progress=self.progress,
+            options=self.options,
             link=self.link,
         )
         rows = int(x.shape[0])
@@ -210,7 +283,7 @@ class Explainer:
                 n,
                 self.budget,
                 rows=rows,
-                max_bytes=self.max_bytes,
+                max_bytes=self.options.max_bytes,
                 designs=rows if self.per_row_design else 1,
             ),
             self.max_memory,
@@ -222,35 +295,44 @@ class Explainer:
         streams = range(1, rows + 1) if self.per_row_design else [0]
         designs = _plan(self._planned, n, self.budget, seed, self.paired, streams)
         if self.per_row_design:
-            masks = [design.masks() for design in designs]
+            masks = [_expand(design.masks(), self.groups) for design in designs]
             sizes = [len(m) for m in masks]
             values = game.evaluate(np.concatenate(masks), rows=np.repeat(np.arange(rows), sizes))
             per_design = np.split(values, np.cumsum(sizes)[:-1])
         else:
-            per_design = [game.evaluate(designs[0].masks())]
+            per_design = [game.evaluate(_expand(designs[0].masks(), self.groups))]
         phi = np.stack(_estimate(designs, per_design, self._proxy, self.cross_fit))
         k = int(np.prod(game.output_shape, dtype=np.int64))
         phi = np.ascontiguousarray(phi.reshape(rows, k, n).transpose(0, 2, 1))  # [rows, n, k]
         return Explanation(
             values=phi if game.output_shape else phi[:, :, 0],
             base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
-            data=np.array(to_numpy(x)),
-            feature_names=self.feature_names or x_names or [f"x{i}" for i in range(n)],
+            data=np.array(table.numpy()),
+            feature_names=self.feature_names or table.names or [f"x{i}" for i in range(n)],
+            groups=None if self.groups is None else self.groups.columns(self._column_names(table)),
+            frame=table.frame,
             n_evaluations=max(design.n_coalitions for design in designs),
             method=self.method,
             budget=self.budget,
         )
 
 
+@deprecated_spellings(
+    positional=["method", "budget", "seed", "paired", "cross_fit"], renamed={"n": "n_players"}
+)
 def shapley_values(
     game: Callable[[np.ndarray], Any],
-    n: int,
+    n_players: int,
+    *,
     method: str = "leverage",
     budget: int = 2048,
     seed: Seed = 0,
+    batch_size: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: bool = False,
     paired: bool = True,
+    groups: GroupsArgument | None = None,
     cross_fit: int | None = None,
-    *,
     max_memory: int | None = None,
 ) -> np.ndarray:
     """Shapley values of a game given as a function of coalitions.
@@ -260,10 +342,16 @@ def shapley_values(
     game
         ``game(masks: bool[k, n]) -> float[k]`` or ``float[k, rows]`` (several games at once);
         ``masks[j, i]`` is true when player ``i`` is in coalition ``j``.
-    n
-        Number of players.
+    n_players
+        Number of players ``n``.
     method, budget, seed, paired, cross_fit, max_memory
         As for :class:`Explainer`.
+    groups
+        Player groups (a dict name → player indices, or a list of index lists), each one player
+        of the coarser game; ungrouped players stay players of their own, after the groups.
+    batch_size, max_bytes, progress
+        Coalitions per call of ``game`` (by default as many as ``max_bytes`` of masks allow,
+        usually all at once) and a tqdm progress bar, as for :class:`Explainer`.
 
     Returns
     -------
@@ -279,7 +367,10 @@ def shapley_values(
     """
     if not callable(game):
         raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
-    n = check_int(n, "n", 1)
+    n_features = check_int(n_players, "n_players", 1)
+    options = QueryOptions.checked(batch_size, max_bytes, progress)
+    grouped = None if groups is None else read_groups(groups, None, n_features)
+    n = n_features if grouped is None else grouped.n_players
     _check_method(method, n)
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
@@ -287,17 +378,14 @@ def shapley_values(
     estimate = memory.sampling_estimate(planned, n, budget, max_bytes=None)
     memory.check("shapley_values", estimate, max_memory, n=n, budget=budget)
     (design,) = _plan(planned, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
-    raw = RawGame(game, n)
-    (phi,) = _estimate([design], [raw.evaluate(design.masks())], proxy, cross_fit)
+    raw = RawGame(game, n_features, options=options)
+    (phi,) = _estimate([design], [raw.evaluate(_expand(design.masks(), grouped))], proxy, cross_fit)
     return phi if raw.output_shape else phi[0]
 
 
-def _place(array: Any, model: ModelFunction) -> Any:
-    """NumPy data moved to the backend and dtype a model requires (a torch module's); anything
-    else unchanged."""
-    if model.backend is None or not ArrayBackend.of(array).is_numpy:
-        return array
-    return model.backend.asarray(array, dtype=model.dtype)
+def _expand(masks: np.ndarray, groups: Groups | None) -> np.ndarray:
+    """Feature masks of player coalitions (the masks themselves without groups)."""
+    return masks if groups is None else groups.expand(masks)
 
 
 def _check_method(method: str, n: int) -> None:

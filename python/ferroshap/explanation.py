@@ -34,6 +34,12 @@ class Explanation:
         The requested estimation method.
     budget : int
         The requested budget.
+    groups : dict[str, list[str]] or None
+        With ``groups=``: each player's name and its columns (``feature_names`` then names the
+        players, and ``values`` has one column per player).
+    frame : DataFrame or None
+        The explained rows as the user passed them when they were a pandas / polars DataFrame;
+        :meth:`to_shap` hands it to shap so that its plots show the real (string) values.
 
     Examples
     --------
@@ -53,6 +59,8 @@ class Explanation:
     n_evaluations: int
     method: str
     budget: int
+    groups: dict[str, list[str]] | None = None
+    frame: Any = None
 
     def __len__(self) -> int:
         """Number of explained rows."""
@@ -81,10 +89,17 @@ class Explanation:
             raise ImportError(
                 "Explanation.to_shap() needs the shap package: `pip install shap`"
             ) from err
+        if self.groups is not None:  # one value per group: no per-player data to show
+            data, display = None, None
+        else:
+            # numbers for shap's colours; the frame's own cells (strings too) for its labels
+            data = self.data if self.data.dtype.kind in "biuf" else None
+            display = None if self.frame is None else np.asarray(self.frame.to_numpy())
         return shap.Explanation(
             self.values,
             base_values=self.base_values,
-            data=self.data,
+            data=data,
+            display_data=display,
             feature_names=list(self.feature_names),
         )
 

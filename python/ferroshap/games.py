@@ -14,15 +14,10 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core
-from ferroshap.backend import (
-    DEFAULT_MAX_BYTES,
-    ArrayBackend,
-    check_outputs,
-    check_outputs_shape,
-    chunk_length,
-    progress_bar,
-)
-from ferroshap.errors import DeviceMemoryError, InvalidArgumentError
+from ferroshap.backend import ArrayBackend, check_outputs, check_outputs_shape
+from ferroshap.errors import InvalidArgumentError
+from ferroshap.frames import FrameInputs, FrameSchema, is_frame
+from ferroshap.query import DEFAULT_OPTIONS, QueryOptions, query, units_per_call
 
 __all__ = ["LINKS", "RawGame", "TabularGame", "apply_link"]
 
@@ -156,17 +151,16 @@ class TabularGame:
     model
         Callable on a 2-D batch ``[batch, n]`` returning ``[batch]`` or ``[batch, k]``.
     background
-        Background rows ``[B, n]``, validated (finite, non-empty): a NumPy array or an array of
-        another array-API library (then ``x_rows`` must be of the same library and device).
+        Background rows ``[B, n]``, validated (finite, non-empty): a NumPy array, an array of
+        another array-API library (then ``x_rows`` must be of the same library and device), or
+        a pandas / polars DataFrame masked cell by cell (then ``x_rows`` is a frame of the same
+        schema and the model receives frames, see :class:`ferroshap.frames.FrameInputs`).
     x_rows
         Explained rows ``[rows, n]``, validated, same number of features.
-    max_bytes
-        Cap on the bytes of masked inputs per model call.
-    batch_size
-        Model rows per call (rounded down to whole coalitions, at least one); overrides
-        ``max_bytes`` when given.
-    progress
-        Show a tqdm progress bar over the (coalition, row) pairs.
+    options
+        ``batch_size`` (model rows per call, rounded down to whole coalitions, at least one;
+        overrides the byte sizing), ``max_bytes`` (cap on the bytes of masked inputs per call)
+        and ``progress`` (a tqdm bar over the (coalition, row) pairs).
     link
         One of :data:`LINKS`, applied after averaging over the background.
 
@@ -192,27 +186,25 @@ class TabularGame:
         model: Callable[[Any], Any],
         background: Any,
         x_rows: Any,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        batch_size: int | None = None,
-        progress: bool = False,
+        *,
+        options: QueryOptions = DEFAULT_OPTIONS,
         link: str = "identity",
     ) -> None:
         self._model = model
         self._backend = ArrayBackend.of(background)
-        self._inputs: _HostInputs | _DeviceInputs = (
-            _HostInputs(background, x_rows)
-            if self._backend.is_numpy
-            else _DeviceInputs(self._backend, background, x_rows)
-        )
+        self._inputs: _HostInputs | _DeviceInputs | FrameInputs
+        if is_frame(background):
+            self._inputs = FrameInputs(FrameSchema.of(background), background, x_rows)
+        elif self._backend.is_numpy:
+            self._inputs = _HostInputs(background, x_rows)
+        else:
+            self._inputs = _DeviceInputs(self._backend, background, x_rows)
         self._n_background = int(background.shape[0])
         self._n_rows = int(x_rows.shape[0])
-        self._max_bytes = max_bytes
-        self._batch_size = batch_size
-        self._progress = progress
+        self._options = options
         self._link = link
         self.n_players = int(background.shape[1])
-        with self._backend.inference():
-            empty = check_outputs(model(self._inputs.background), self._n_background, "model")
+        empty = check_outputs(self._call(self._inputs.background), self._n_background, "model")
         self.output_shape: tuple[int, ...] = empty.shape[1:]
         self.empty_value = apply_link(empty.mean(axis=0), link)
 
@@ -239,38 +231,41 @@ class TabularGame:
             float64 values, ``k = 1`` for a model returning ``[batch]``.
         """
         n_pairs = len(masks) * self.n_rows if rows is None else len(masks)
-        per_chunk = chunk_length(
+        per_call = units_per_call(
+            self._options,
             unit_bytes=self._n_background * self.n_players * self._inputs.itemsize,
             unit_rows=self._n_background,
-            chunk_bytes=self._backend.chunk_bytes(self._max_bytes),
-            batch_size=self._batch_size,
+            chunk_bytes=self._backend.chunk_bytes(self._options.max_bytes),
         )
         self._inputs.prepare(masks, rows)
-        out = np.empty((n_pairs, int(np.prod(self.output_shape, dtype=np.int64))))
-        bar = progress_bar(n_pairs, self._progress, desc="coalitions x rows")
-        start = 0
-        try:
-            while start < n_pairs:
-                stop = min(start + per_chunk, n_pairs)
-                try:
-                    out[start:stop] = self._chunk_values(start, stop)
-                except Exception as err:
-                    if not ArrayBackend.is_out_of_memory(err):
-                        raise
-                    per_chunk = self._smaller_chunk(per_chunk, err)
-                    continue
-                bar.update(stop - start)
-                start = stop
-        finally:
-            bar.close()
+        out = query(
+            n_pairs,
+            per_call,
+            self._chunk_values,
+            progress=self._options.progress,
+            desc="coalitions x rows",
+            unit_rows=self._n_background,
+        )
         return apply_link(out, self._link).reshape(len(masks), -1)
+
+    def _call(self, batch: Any) -> Any:
+        """The model on ``batch``; an error it raises on a DataFrame gets a note naming the
+        frame's non-numeric columns and their dtypes (the likely cause)."""
+        try:
+            with self._backend.inference():
+                return self._model(batch)
+        except Exception as err:
+            inputs = self._inputs
+            noted = hasattr(err, "add_note") and not ArrayBackend.is_out_of_memory(err)
+            if isinstance(inputs, FrameInputs) and noted:  # notes need Python >= 3.11
+                err.add_note(inputs.describe_columns())
+            raise
 
     def _chunk_values(self, start: int, stop: int) -> np.ndarray:
         """Background-averaged model outputs ``[stop - start, k]`` of the pairs in the chunk."""
         batch = self._inputs.batch(start, stop)
         n_model_rows = (stop - start) * self._n_background
-        with self._backend.inference():
-            outputs = self._model(batch)
+        outputs = self._call(batch)
         shape = tuple(getattr(outputs, "shape", ()))
         if shape[1:] != self.output_shape:
             raise InvalidArgumentError(
@@ -285,26 +280,20 @@ class TabularGame:
         means = xp.mean(xp.reshape(outputs, (stop - start, self._n_background, -1)), axis=1)
         return check_outputs(means, stop - start, "model")
 
-    def _smaller_chunk(self, per_chunk: int, error: BaseException) -> int:
-        if per_chunk > 1:
-            return per_chunk // 2
-        raise DeviceMemoryError(
-            f"batch_size: the model ran out of memory ({type(error).__name__}) even on a chunk "
-            f"of one coalition ({self._n_background} model rows, one per background row); use "
-            "fewer background rows or free device memory"
-        ) from error
-
 
 class RawGame:
-    """A game given directly as a function of coalitions.
+    """A game given directly as a function of coalitions, queried in chunks.
 
     Parameters
     ----------
     fn
         ``fn(masks: bool[k, n]) -> float[k]`` or ``float[k, r]`` (one column per explained
         quantity).
-    n
+    n_players
         Number of players.
+    options
+        ``batch_size`` (coalitions per call; by default as many as ``max_bytes`` of masks,
+        usually all of them at once) and ``progress``.
 
     Attributes
     ----------
@@ -320,13 +309,37 @@ class RawGame:
     array([[2.]])
     """
 
-    def __init__(self, fn: Callable[[np.ndarray], Any], n: int) -> None:
+    def __init__(
+        self,
+        fn: Callable[[np.ndarray], Any],
+        n_players: int,
+        *,
+        options: QueryOptions = DEFAULT_OPTIONS,
+    ) -> None:
         self._fn = fn
-        self.n_players = n
+        self.n_players = n_players
+        self._options = options
         self.output_shape: tuple[int, ...] | None = None
 
     def evaluate(self, masks: np.ndarray) -> np.ndarray:
         """Values ``float64[m, R]`` of the coalitions ``masks: bool[m, n]`` (``R = 1`` for 1-D)."""
+        masks = np.ascontiguousarray(masks, dtype=bool)
+        per_call = units_per_call(self._options, unit_bytes=self.n_players, unit_rows=1)
+        values = query(
+            len(masks),
+            per_call,
+            lambda a, b: self._chunk_values(masks[a:b]),
+            progress=self._options.progress,
+            desc="coalitions",
+        )
+        return values.reshape(len(masks), -1)
+
+    def _chunk_values(self, masks: np.ndarray) -> np.ndarray:
         values = check_outputs(self._fn(masks), len(masks), "game")
+        if self.output_shape is not None and values.shape[1:] != self.output_shape:
+            raise InvalidArgumentError(
+                f"game returned {values.shape[1:]} values per coalition on one call and "
+                f"{self.output_shape} on another; it must return the same shape every time"
+            )
         self.output_shape = values.shape[1:]
         return values.reshape(len(masks), -1)

@@ -15,9 +15,12 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
+from ferroshap.backend import DEFAULT_MAX_BYTES
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.games import RawGame
-from ferroshap.validation import check_int
+from ferroshap.groups import read_groups
+from ferroshap.query import QueryOptions, single_output
+from ferroshap.validation import check_int, deprecated_spellings
 
 __all__ = ["INDICES", "PLOT_KINDS", "Interactions", "exact_interactions"]
 
@@ -131,6 +134,12 @@ class Interactions:
         """Number of non-zero values."""
         return len(self.values)
 
+    @property
+    def base_values(self) -> np.ndarray:
+        """``[baseline_value]``: the empty coalition's value as an array, like every result's
+        ``base_values``."""
+        return np.array([self.baseline_value])
+
     def __repr__(self) -> str:
         return (
             f"Interactions(index={self.index!r}, max_order={self.max_order}, "
@@ -192,24 +201,14 @@ class Interactions:
         Built by keyword with a values array and an ``interaction_lookup``, which every shapiq
         version since 1.3 accepts; no aggregation is re-applied (``target_index = index``).
         """
-        try:
-            from shapiq import InteractionValues
-        except ImportError as err:
-            raise ImportError(
-                "Interactions.to_shapiq() needs the shapiq package: `pip install shapiq`"
-            ) from err
-        keys: list[Key] = [(), *self.values]
-        values = np.array([self.baseline_value, *self.values.values()], dtype=np.float64)
-        return InteractionValues(
-            values=values,
+        return shapiq_values(
+            self.values,
+            self.baseline_value,
             index=self.index,
             max_order=self.max_order,
             n_players=self.n_players,
-            min_order=0,
-            interaction_lookup={key: i for i, key in enumerate(keys)},
             estimated=self.diagnostics.get("estimated", True),
-            estimation_budget=self.n_evaluations,
-            baseline_value=self.baseline_value,
+            budget=self.n_evaluations,
         )
 
     def to_polars(self) -> Any:
@@ -394,12 +393,17 @@ def all_masks(n: int) -> np.ndarray:
     return (np.arange(2**n)[:, None] >> np.arange(n)) & 1 == 1
 
 
+@deprecated_spellings(positional=["index", "max_order"], renamed={"n": "n_players"})
 def exact_interactions(
     game: Callable[[np.ndarray], Any],
-    n: int,
+    n_players: int,
+    *,
     index: str = "k-SII",
     max_order: int = 2,
-    *,
+    batch_size: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: bool = False,
+    groups: Any = None,
     max_memory: int | None = None,
 ) -> Interactions:
     """Exact interaction values by enumerating all ``2**n`` coalitions (the oracle).
@@ -411,12 +415,18 @@ def exact_interactions(
     ----------
     game
         ``game(masks: bool[k, n]) -> float[k]``.
-    n
-        Number of players, at most ``ferroshap._core.MAX_TABLE_PLAYERS`` (20).
+    n_players
+        Number of players ``n``; the enumerated players (``n``, or the number of groups) are at
+        most ``ferroshap._core.MAX_TABLE_PLAYERS`` (20).
     index
         One of :data:`INDICES`.
     max_order
         Largest interaction order (≥ 1; SV and BV use 1).
+    batch_size, max_bytes, progress
+        Coalitions per call of ``game`` and a progress bar, as for
+        :func:`ferroshap.shapley_values`.
+    groups
+        Player groups, each one player (see :mod:`ferroshap.groups`).
     max_memory
         Cap in bytes on the estimated peak memory (default: half of the available memory);
         above it an ``InvalidArgumentError`` is raised before enumerating.
@@ -430,28 +440,60 @@ def exact_interactions(
     """
     if not callable(game):
         raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise InvalidTypeError(f"n must be an int, got {type(n).__name__}")
-    if not 1 <= n <= _core.MAX_TABLE_PLAYERS:
+    n_features = check_int(n_players, "n_players", 1)
+    grouped = None if groups is None else read_groups(groups, None, n_features)
+    n = n_features if grouped is None else grouped.n_players
+    if n > _core.MAX_TABLE_PLAYERS:
         raise InvalidArgumentError(
-            f"n must be between 1 and {_core.MAX_TABLE_PLAYERS} for exact enumeration, got {n}"
+            f"n_players must be between 1 and {_core.MAX_TABLE_PLAYERS} for exact enumeration, "
+            f"got {n}"
         )
     index, max_order = check_index(index), check_order(max_order)
-    memory.check("exact_interactions", memory.exact_estimate(int(n)), max_memory, n=int(n))
-    table = RawGame(game, int(n)).evaluate(all_masks(int(n)))
-    if table.shape[1] != 1:
-        raise InvalidArgumentError(
-            f"game must return one value per coalition, got shape {table.shape}"
-        )
-    values = np.ascontiguousarray(table[:, 0])
-    keys, result, baseline, order = _core.exact_interactions(values, int(n), index, max_order)
+    options = QueryOptions.checked(batch_size, max_bytes, progress)
+    memory.check("exact_interactions", memory.exact_estimate(n), max_memory, n=n)
+    masks = all_masks(n) if grouped is None else grouped.expand(all_masks(n))
+    table = RawGame(game, n_features, options=options).evaluate(masks)
+    values = single_output(table, "game", "coalition")
+    keys, result, baseline, order = _core.exact_interactions(values, n, index, max_order)
     return Interactions(
         values=dict(zip(keys, result.tolist(), strict=True)),
         baseline_value=float(baseline),
         index=index,
         max_order=order,
-        n_players=int(n),
-        surrogate=_core.moebius_transform(values, int(n)),
-        n_evaluations=2 ** int(n),
+        n_players=n,
+        surrogate=_core.moebius_transform(values, n),
+        n_evaluations=2**n,
         diagnostics={"estimated": False},
+        feature_names=None if grouped is None else grouped.names,
+    )
+
+
+def shapiq_values(
+    values: dict[Key, float],
+    baseline: float,
+    *,
+    index: str,
+    max_order: int,
+    n_players: int,
+    estimated: bool,
+    budget: int | None,
+) -> Any:
+    """A ``shapiq.InteractionValues`` (shapiq ≥ 1.3) of ``values`` with ``()`` holding the
+    baseline, built by keyword with a values array and an ``interaction_lookup``."""
+    try:
+        from shapiq import InteractionValues
+    except ImportError as err:
+        raise ImportError("to_shapiq() needs the shapiq package: `pip install shapiq`") from err
+    keys: list[Key] = [(), *values]
+    array = np.array([baseline, *values.values()], dtype=np.float64)
+    return InteractionValues(
+        values=array,
+        index=index,
+        max_order=max_order,
+        n_players=n_players,
+        min_order=0,
+        interaction_lookup={key: j for j, key in enumerate(keys)},
+        estimated=estimated,
+        estimation_budget=budget,
+        baseline_value=baseline,
     )

@@ -1,7 +1,8 @@
 """Maskers: turn a model and one input into a game on coalitions of its features or tokens.
 
 A masker's :meth:`game` returns a function ``masks: bool[k, n] -> float[k]`` plus ``n``, which
-:class:`ferroshap.ProxySPEX` evaluates on its planned coalitions.
+:class:`ferroshap.ProxySPEX` evaluates on its planned coalitions. Maskers take the query keywords
+of every engine (``batch_size``, ``max_bytes``, ``progress``) for their model calls.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array, check_finite
+from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.frames import frame_model, read_rows_like, read_table
 from ferroshap.games import TabularGame
+from ferroshap.models import as_model_function
+from ferroshap.query import QueryOptions
+from ferroshap.validation import deprecated_spellings
 
 __all__ = ["Baseline", "Masker", "Tokens"]
 
@@ -23,8 +28,9 @@ GameFunction = Callable[[np.ndarray], np.ndarray]
 class Masker(Protocol):
     """What :class:`ferroshap.ProxySPEX` needs from a masker."""
 
-    def game(self, model: Callable[[Any], Any], x: Any) -> tuple[GameFunction, int]:
-        """The game of ``model`` at input ``x`` and its number of players."""
+    def game(self, model: Any, x: Any) -> tuple[GameFunction, int]:
+        """The game of ``model`` (a callable, an estimator or a resolved
+        :class:`~ferroshap.models.ModelFunction`) at input ``x`` and its number of players."""
         ...
 
 
@@ -32,14 +38,17 @@ class Baseline:
     """Features outside the coalition take background values: ``v(S) = mean_b f(x_S, b_notS)``.
 
     One background row gives the single-baseline game; several give the interventional game,
-    each coalition then costing ``len(rows)`` model rows.
+    each coalition then costing ``len(rows)`` model rows. Masked inputs are built and the model
+    called through :mod:`ferroshap.query`, like :class:`ferroshap.Explainer` does: a torch
+    module receives tensors on its device, a DataFrame background gives the model frames.
 
     Parameters
     ----------
     rows
         Background rows, a 2-D array or a polars / pandas DataFrame (a 1-D array is one row).
-    max_bytes
-        Cap on the bytes of masked model inputs built at once.
+    batch_size, max_bytes, progress
+        Model rows per call, the cap on the bytes of masked inputs built at once, and a tqdm
+        progress bar, as for :class:`ferroshap.Explainer`.
 
     Examples
     --------
@@ -49,28 +58,48 @@ class Baseline:
     (array([2.]), 3)
     """
 
-    def __init__(self, rows: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.rows, self.feature_names = as_2d_array(rows, "rows")
-        check_finite(self.rows, "rows")
-        self.max_bytes = max_bytes
+    @deprecated_spellings(positional=["max_bytes"])
+    def __init__(
+        self,
+        rows: Any,
+        *,
+        batch_size: int | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
+    ) -> None:
+        self._table = read_table(rows, "rows")
+        self.feature_names = self._table.names
+        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
 
-    def game(self, model: Callable[[Any], Any], x: Any) -> tuple[GameFunction, int]:
+    @property
+    def rows(self) -> Any:
+        """The background rows as masked (an array, or a frame with non-numeric columns)."""
+        return self._table.values
+
+    def game(self, model: Any, x: Any) -> tuple[GameFunction, int]:
         """The game of ``model`` at the single row ``x`` (1-D, or 2-D with one row)."""
-        x_rows, _ = as_2d_array(x, "x")
-        check_finite(x_rows, "x")
-        n = self.rows.shape[1]
-        if x_rows.shape != (1, n):
+        function = as_model_function(model)
+        x_table = read_rows_like(x, self._table, "x", "rows")
+        if x_table.n_rows != 1:
             raise InvalidArgumentError(
-                f"x must be one row of {n} features (the background's), got shape {x_rows.shape}"
+                f"x must be one row of {self._table.n_columns} features (the background's), "
+                f"got {x_table.n_rows} rows"
             )
-        return _one_output_game(TabularGame(model, self.rows, x_rows, max_bytes=self.max_bytes))
+        tabular = TabularGame(
+            frame_model(function.function, self._table.schema),
+            function.place(self._table.values),
+            function.place(x_table.values),
+            options=self.options,
+        )
+        return _one_output_game(tabular)
 
 
 def _one_output_game(tabular: TabularGame) -> tuple[GameFunction, int]:
     """``masks -> values[k]`` of a one-row tabular game whose model has a single output."""
     if tabular.output_shape not in ((), (1,)):
         raise InvalidArgumentError(
-            f"model must return one output per row, got {tabular.output_shape} outputs"
+            f"model must return one output per row, got {tabular.output_shape} outputs; pick "
+            "one with output_index"
         )
 
     def game(masks: np.ndarray) -> np.ndarray:
@@ -92,10 +121,9 @@ class Tokens:
     ----------
     mask_id
         The replacement token id (``[UNK]``, ``<unk>``, a padding id, ...).
-    batch_size
-        Sequences per model call (default: everything at once up to ``max_bytes``).
-    max_bytes
-        Cap on the bytes of one batch when ``batch_size`` is not given.
+    batch_size, max_bytes, progress
+        Sequences per model call (default: as many as fit in ``max_bytes``), and a tqdm
+        progress bar.
 
     Examples
     --------
@@ -105,23 +133,27 @@ class Tokens:
     (array([1.]), 3)
     """
 
+    @deprecated_spellings(positional=["batch_size", "max_bytes"])
     def __init__(
-        self, mask_id: int, batch_size: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+        self,
+        mask_id: int,
+        *,
+        batch_size: int | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
     ) -> None:
         if isinstance(mask_id, bool) or not isinstance(mask_id, int | np.integer):
             raise InvalidTypeError(f"mask_id must be an int token id, got {type(mask_id).__name__}")
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-            raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
         self.mask_id = int(mask_id)
-        self.batch_size = batch_size
-        self.max_bytes = max_bytes
+        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
 
-    def game(self, model: Callable[[Any], Any], x: Any) -> tuple[GameFunction, int]:
+    def game(self, model: Any, x: Any) -> tuple[GameFunction, int]:
         """The game of ``model`` on the token sequence ``x`` (1-D integer ids).
 
         ``x`` may be a NumPy array or a tensor of any array-API library (PyTorch, JAX, ...):
         masked sequences are then built on its device, as for :class:`ferroshap.Explainer`.
         """
+        function = as_model_function(model)
         ids, _ = as_2d_array(x, "x")
         backend = ArrayBackend.of(ids)
         integral = (
@@ -134,12 +166,12 @@ class Tokens:
                 f"x must be a non-empty 1-D sequence of integer token ids, got dtype {ids.dtype} "
                 f"and {ids.shape[0]} rows"
             )
+        if function.backend is not None and backend.is_numpy:
+            ids = function.backend.asarray(ids)  # token ids keep their integer dtype
+        backend = ArrayBackend.of(ids)
         masked = (
             np.full_like(ids, self.mask_id)
             if backend.is_numpy
             else backend.xp.full_like(ids, self.mask_id)
         )
-        tabular = TabularGame(
-            model, masked, ids, max_bytes=self.max_bytes, batch_size=self.batch_size
-        )
-        return _one_output_game(tabular)
+        return _one_output_game(TabularGame(function.function, masked, ids, options=self.options))

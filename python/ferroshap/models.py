@@ -1,26 +1,32 @@
 """Model adapters: turn what the user passes as ``model`` into a function of a 2-D batch.
 
 Plain callables are called as they are; scikit-learn / LightGBM-style estimators through the
-method named by ``model_output`` (``predict`` by default); ``torch.nn.Module`` objects are called
+method named by ``model_output`` (by default ``predict_proba`` for classifiers and ``predict``
+for other estimators); ``torch.nn.Module`` objects are called
 directly and tell where their inputs must live (the device and dtype of their parameters). An
 ``output_index`` selects one column of a multi-output model.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ferroshap.backend import ArrayBackend
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
-__all__ = ["MODEL_OUTPUTS", "ModelFunction", "resolve_model"]
+__all__ = ["MODEL_OUTPUTS", "ModelFunction", "as_model_function", "resolve_model"]
 
 MODEL_OUTPUTS = ("auto", "call", "predict", "predict_proba", "decision_function")
-"""Accepted values of ``model_output``: ``"auto"`` uses ``predict`` when the model has one and
-calls the model otherwise; ``"call"`` always calls it."""
+"""Accepted values of ``model_output``: ``"auto"`` uses ``predict_proba`` for a classifier
+(scikit-learn, LightGBM, XGBoost or any estimator whose ``_estimator_type`` or scikit-learn tags
+say so), ``predict`` for another model with one, and calls the model otherwise; ``"call"``
+always calls it; ``"predict"`` gives a classifier's hard labels."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,17 @@ class ModelFunction:
     function: Callable[[Any], Any]
     backend: ArrayBackend | None = None
     dtype: Any = None
+
+    def place(self, array: Any) -> Any:
+        """``array`` moved to the backend and dtype the model requires (a torch module's
+        device and parameter dtype) when it is a NumPy array; anything else unchanged."""
+        if self.backend is None or not isinstance(array, np.ndarray):
+            return array
+        return self.backend.asarray(array, dtype=self.dtype)
+
+    def inference(self) -> contextlib.AbstractContextManager[None]:
+        """The context to call the model in (no gradient tracking for a torch module)."""
+        return contextlib.nullcontext() if self.backend is None else self.backend.inference()
 
 
 def _torch_module_placement(model: Any) -> tuple[ArrayBackend, Any] | None:
@@ -89,6 +106,8 @@ def resolve_model(
                 f"model_output={model_output!r} but the model ({type(model).__name__}) has no "
                 f"{model_output} method"
             )
+    elif model_output == "auto" and placement is None and _is_classifier(model):
+        function = model.predict_proba
     elif model_output == "auto" and placement is None and callable(getattr(model, "predict", None)):
         function = model.predict
     else:
@@ -101,6 +120,27 @@ def resolve_model(
         function = _select_output(function, output_index)
     backend, dtype = placement if placement is not None else (None, None)
     return ModelFunction(function, backend, dtype)
+
+
+def as_model_function(model: Any) -> ModelFunction:
+    """``model`` itself when it is already resolved, else :func:`resolve_model` of it with the
+    defaults (what a masker does with the model it is handed)."""
+    return model if isinstance(model, ModelFunction) else resolve_model(model)
+
+
+def _is_classifier(model: Any) -> bool:
+    """Whether ``model`` is a classifier with ``predict_proba``: scikit-learn's own judgement
+    (which sees through pipelines) when scikit-learn is loaded, else ``_estimator_type``."""
+    if not callable(getattr(model, "predict_proba", None)):
+        return False
+    sklearn_base = sys.modules.get("sklearn.base")
+    if sklearn_base is not None:
+        try:
+            if sklearn_base.is_classifier(model):
+                return True
+        except Exception:  # an object sklearn cannot read tags from: fall back below
+            pass
+    return getattr(model, "_estimator_type", None) == "classifier"
 
 
 def _select_output(function: Callable[[Any], Any], index: int) -> Callable[[Any], Any]:

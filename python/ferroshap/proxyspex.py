@@ -22,12 +22,21 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
+from ferroshap.backend import DEFAULT_MAX_BYTES
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.games import RawGame
+from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.interactions import Interactions, all_masks, check_index, check_order, r_squared
 from ferroshap.maskers import Masker
 from ferroshap.models import resolve_model
-from ferroshap.validation import check_int, check_seed, draw_seed
+from ferroshap.query import QueryOptions, single_output
+from ferroshap.validation import (
+    check_int,
+    check_int_seed,
+    check_seed,
+    deprecated_spellings,
+    draw_seed,
+)
 
 __all__ = ["DEFAULT_PROXY_PARAMS", "ProxySPEX"]
 
@@ -72,26 +81,36 @@ class ProxySPEX:
         Without ``masker``: a game ``game(masks: bool[k, n]) -> float[k]`` on ``n`` players.
         With ``masker``: a model (callable, or an object with ``predict``) that the masker turns
         into a game for each explained input.
-    n
+    n_players
         Number of players of a raw game (required without ``masker``, ignored with one).
     masker
         ``fs.maskers.Baseline(rows)`` for tabular models, ``fs.maskers.Tokens(mask_id)`` for
-        token-id sequence models.
+        token-id sequence models (their own ``batch_size``, ``max_bytes`` and ``progress``
+        govern the model calls).
     budget
         Distinct coalitions evaluated, ∅, N and the validation split included. At least
         ``validation + 32``. A budget of ``2**n`` or more computes exact values (``UserWarning``).
+    seed
+        An int or a ``numpy.random.Generator``; the same int gives the same values bit for bit.
+    batch_size, max_bytes, progress
+        Coalitions per call of the game (by default as many as ``max_bytes`` of masks allow,
+        usually all at once) and a tqdm progress bar over them.
+    model_output, output_index
+        With a masker: how the model is called, as for :class:`ferroshap.Explainer` (the game
+        needs one output: pick a classifier's class with ``output_index``).
     max_order
         Largest interaction order reported (≥ 1). The proxy's trees are at least this deep.
     index
         One of ``fs.INDICES`` (``"k-SII"``, ``"SII"``, ``"FSII"``, ``"Moebius"``, ...).
-    seed
-        An int or a ``numpy.random.Generator``; the same int gives the same values bit for bit.
     validation_fraction
         Share of the budget held out for early stopping and the support size (≥ 16 masks).
     proxy_params
         Overrides of :data:`DEFAULT_PROXY_PARAMS` (LightGBM parameter names).
     feature_names
         Player names (default: the masker's column names, if any).
+    groups
+        Feature groups, each one player (a dict name → columns or a list of column lists, see
+        :mod:`ferroshap.groups`); the interactions are then between groups.
     max_memory
         Cap in bytes on the estimated peak memory (default: half of the available memory,
         see :mod:`ferroshap.memory`); above it an ``InvalidArgumentError`` naming ``n``,
@@ -101,24 +120,48 @@ class ProxySPEX:
     --------
     >>> import numpy as np, ferroshap as fs
     >>> game = lambda m: 2.0 * m[:, 0] * m[:, 1] - m[:, 2]
-    >>> iv = fs.ProxySPEX(game, n=12, budget=400, index="Moebius", seed=0).explain()
+    >>> iv = fs.ProxySPEX(game, n_players=12, budget=400, index="Moebius", seed=0).explain()
     >>> {k: round(v, 6) for k, v in iv.values.items()}  # doctest: +SKIP
     {(2,): -1.0, (0, 1): 2.0}
     """
 
+    feature_names: list[str] | None
+    groups: GroupsArgument | None
+    n_validation: int
+    proxy_params: dict[str, Any]
+
+    @deprecated_spellings(
+        positional=[
+            "masker",
+            "budget",
+            "max_order",
+            "index",
+            "seed",
+            "validation_fraction",
+            "proxy_params",
+            "feature_names",
+        ],
+        renamed={"n": "n_players"},
+    )
     def __init__(
         self,
         game_or_model: Any,
-        n: int | None = None,
+        n_players: int | None = None,
+        *,
         masker: Masker | None = None,
         budget: int = 2000,
+        seed: int | np.random.Generator = 0,
+        batch_size: int | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
+        model_output: str = "auto",
+        output_index: int | None = None,
         max_order: int = 2,
         index: str = "k-SII",
-        seed: int | np.random.Generator = 0,
         validation_fraction: float = 0.2,
         proxy_params: dict[str, Any] | None = None,
         feature_names: Sequence[str] | None = None,
-        *,
+        groups: GroupsArgument | None = None,
         max_memory: int | None = None,
     ) -> None:
         if max_memory is not None:
@@ -127,18 +170,21 @@ class ProxySPEX:
         if masker is None:
             if not callable(game_or_model):
                 raise InvalidTypeError(f"game must be callable, got {type(game_or_model).__name__}")
-            if n is None:
-                raise InvalidArgumentError("n (the number of players) is required for a raw game")
-            self._model: Callable[[Any], Any] = game_or_model
-            self.n = check_int(n, "n", 1)
+            if n_players is None:
+                raise InvalidArgumentError(
+                    "n_players (the number of players) is required for a raw game"
+                )
+            self._model: Any = game_or_model
+            self.n_players: int | None = check_int(n_players, "n_players", 1)
         else:
             if not callable(getattr(masker, "game", None)):
                 raise InvalidTypeError(
                     f"masker must be a ferroshap masker (Baseline, Tokens), got "
                     f"{type(masker).__name__}"
                 )
-            self._model = resolve_model(game_or_model).function
-            self.n = None if n is None else check_int(n, "n", 1)
+            self._model = resolve_model(game_or_model, model_output, output_index)
+            self.n_players = None if n_players is None else check_int(n_players, "n_players", 1)
+        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.masker = masker
         self.budget = check_int(budget, "budget", 2)
         self.max_order = check_order(max_order)
@@ -165,6 +211,9 @@ class ProxySPEX:
         self.proxy_params = {**DEFAULT_PROXY_PARAMS, **(proxy_params or {})}
         self.proxy_params["max_depth"] = max(int(self.proxy_params["max_depth"]), self.max_order)
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+        self.groups = groups
+        if groups is not None and self.n_players is not None:  # fail early on a raw game
+            read_groups(groups, self.feature_names, self.n_players)
 
     def explain(self, x: Any = None) -> Interactions:
         """Interaction values of the game (no ``x``) or of the model at input ``x``.
@@ -179,7 +228,7 @@ class ProxySPEX:
         if self.masker is None:
             if x is not None:
                 raise InvalidArgumentError("x must be None for a raw game (pass a masker to use x)")
-            game, n = self._model, self.n
+            game, n = self._model, self.n_players
         else:
             if x is None:
                 raise InvalidArgumentError("x (the input to explain) is required with a masker")
@@ -190,7 +239,10 @@ class ProxySPEX:
         names = self.feature_names or getattr(self.masker, "feature_names", None)
         if names is not None and len(names) != n:
             raise InvalidArgumentError(f"feature_names has {len(names)} names for {n} players")
-        raw = RawGame(game, n)
+        if self.groups is not None:
+            grouped = read_groups(self.groups, names, n)
+            game, n, names = _grouped_game(game, grouped), grouped.n_players, grouped.names
+        raw = RawGame(game, n, options=self.options)
         if n < 63 and self.budget >= 2**n and n <= _core.MAX_TABLE_PLAYERS:
             warnings.warn(
                 f"budget ≥ 2^n (budget={self.budget}, n={n}): computing exact interaction values "
@@ -198,7 +250,7 @@ class ProxySPEX:
                 UserWarning,
                 stacklevel=2,
             )
-            table = _single_output(raw.evaluate(all_masks(n)))
+            table = single_output(raw.evaluate(all_masks(n)), "the game", "coalition")
             return Interactions.from_surrogate(
                 _core.moebius_transform(table, n),
                 self.index,
@@ -209,11 +261,38 @@ class ProxySPEX:
             )
         return self._estimate(raw, n, names)
 
+    @property
+    def n(self) -> int | None:
+        """Deprecated spelling of :attr:`n_players`."""
+        warnings.warn(
+            "ProxySPEX.n is deprecated; use ProxySPEX.n_players", DeprecationWarning, stacklevel=2
+        )
+        return self.n_players
+
+    def dataset_values(
+        self, columns: list[str]
+    ) -> tuple[list[str], Callable[[Any], tuple[np.ndarray, np.ndarray]]]:
+        """Output names and ``frame -> (phi, base_values)`` for the dataset writers: one fit
+        per row, reporting the surrogate's Shapley values; ``columns`` are the features."""
+        check_int_seed(self)
+        if self.masker is None:
+            raise InvalidArgumentError(
+                "explainer: a ProxySPEX on a raw game has no rows to explain; give it a masker"
+            )
+        empty = np.zeros((1, len(columns)), dtype=bool)
+
+        def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+            explained = [self.explain(row) for row in frame.select(columns).to_numpy()]
+            phi = np.stack([iv.shapley_values() for iv in explained])
+            return phi, np.array([iv.predict(empty)[0] for iv in explained])
+
+        return [f"phi_{c}" for c in columns], values
+
     def _estimate(self, raw: RawGame, n: int, names: list[str] | None) -> Interactions:
         times: dict[str, float] = {}
         masks = _core.plan_masks(n, self.budget, draw_seed(self.seed))
         start = time.perf_counter()
-        values = _single_output(raw.evaluate(masks))
+        values = single_output(raw.evaluate(masks), "the game", "coalition")
         times["seconds_game"] = time.perf_counter() - start
 
         split = len(masks) - self.n_validation
@@ -277,9 +356,10 @@ def _fit_proxy(
     )
 
 
-def _single_output(values: np.ndarray) -> np.ndarray:
-    if values.shape[1] != 1:
-        raise InvalidArgumentError(
-            f"the game must return one value per coalition, got shape {values.shape}"
-        )
-    return np.ascontiguousarray(values[:, 0])
+def _grouped_game(game: Any, groups: Groups) -> Any:
+    """The game on ``groups``' players: each coalition expanded to its groups' features."""
+
+    def grouped(masks: np.ndarray) -> Any:
+        return game(groups.expand(masks))
+
+    return grouped

@@ -3,7 +3,7 @@
 :class:`FourierSketch` follows plan → query → estimate: the compiled core plans the query
 sequences of a sparse q-ary Fourier sketch, Python evaluates the model on them in large
 batches, and the core decodes the values into a sparse spectrum. Shapley values and
-interactions of any sequence then follow in closed form (``../shared/specs/fourier-sketch.md``).
+interactions of any sequence then follow in closed form (``docs/sketch.md``).
 """
 
 from __future__ import annotations
@@ -11,26 +11,21 @@ from __future__ import annotations
 import json
 import time
 import zipfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.backend import (
-    DEFAULT_MAX_BYTES,
-    check_finite,
-    check_outputs,
-    chunk_length,
-    progress_bar,
-)
-from ferroshap.datasets import iter_chunks
+from ferroshap.backend import DEFAULT_MAX_BYTES, check_finite, check_outputs
+from ferroshap.chunks import iter_chunks, phi_frame
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
 from ferroshap.models import resolve_model
-from ferroshap.validation import Seed, check_int, check_seed, draw_seed
+from ferroshap.query import QueryOptions, query, single_output, units_per_call
+from ferroshap.sequences import SequenceCodec, SequenceInteractions
+from ferroshap.validation import Seed, check_int, check_seed, deprecated_spellings, draw_seed
 
 __all__ = ["FORMAT_VERSION", "MAGIC", "FourierSketch", "SequenceInteractions"]
 
@@ -41,166 +36,6 @@ FORMAT_VERSION = 1
 """The version of the saved-sketch format this ferroshap writes and reads."""
 
 _INPUTS = ("str", "codes")
-
-
-class _Codec:
-    """Converts between sequences (strings, code arrays, polars Series) and ``uint8`` codes."""
-
-    def __init__(self, alphabet: Any, length: int) -> None:
-        if isinstance(alphabet, str):
-            letters = list(alphabet)
-        elif isinstance(alphabet, Sequence) and all(
-            isinstance(a, str) and len(a) == 1 for a in alphabet
-        ):
-            letters = list(alphabet)
-        else:
-            raise InvalidTypeError(
-                "alphabet must be a string of letters or a sequence of one-character strings, "
-                f"got {alphabet!r}"
-            )
-        for position, letter in enumerate(letters):
-            first = letters.index(letter)
-            if first != position:
-                raise InvalidArgumentError(
-                    f"alphabet has the letter {letter!r} twice (positions {first} and "
-                    f"{position}); letters must be distinct"
-                )
-        if not 2 <= len(letters) <= 256:
-            raise InvalidArgumentError(
-                f"alphabet must have 2 to 256 letters, got {len(letters)}: {alphabet!r}"
-            )
-        self.letters = letters
-        self.length = length
-        self._points = np.array([ord(a) for a in letters], dtype=np.uint32)
-        self._order = np.argsort(self._points).astype(np.uint8)
-        self._sorted = self._points[self._order]
-
-    @property
-    def q(self) -> int:
-        return len(self.letters)
-
-    def encode(self, sequences: Any, name: str, offset: int = 0) -> np.ndarray:
-        """``uint8[rows, length]`` codes of ``sequences``; errors name ``name`` and the row
-        (numbered from ``offset``), position and letter at fault."""
-        if hasattr(sequences, "dtype") and hasattr(sequences, "to_list"):  # polars Series
-            if sequences.null_count():
-                row = int(sequences.is_null().arg_max())
-                raise InvalidArgumentError(f"{name}: sequence {offset + row} is missing (null)")
-            sequences = (
-                sequences.to_list() if sequences.dtype == _polars_string() else sequences.to_numpy()
-            )
-        if isinstance(sequences, str):
-            sequences = [sequences]
-        if isinstance(sequences, np.ndarray) and sequences.dtype.kind in "iu":
-            return self._check_codes(sequences, name, offset)
-        if isinstance(sequences, np.ndarray) and sequences.dtype.kind == "U":
-            sequences = sequences.tolist()
-        if not isinstance(sequences, Sequence) or not all(isinstance(s, str) for s in sequences):
-            raise InvalidTypeError(
-                f"{name} must be a list of strings, an integer code array [rows, {self.length}] "
-                f"or a polars Series, got {type(sequences).__name__}"
-            )
-        lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
-        wrong = np.flatnonzero(lengths != self.length)
-        if wrong.size:
-            row = int(wrong[0])
-            raise InvalidArgumentError(
-                f"{name}: sequence {offset + row} has length {lengths[row]}, expected {self.length}"
-            )
-        points = np.frombuffer("".join(sequences).encode("utf-32-le"), dtype=np.uint32)
-        points = points.reshape(len(sequences), self.length)
-        at = np.minimum(np.searchsorted(self._sorted, points), self.q - 1)
-        unknown = self._sorted[at] != points
-        if unknown.any():
-            row, position = (int(i) for i in np.argwhere(unknown)[0])
-            raise InvalidArgumentError(
-                f"{name}: sequence {offset + row} has the letter {chr(points[row, position])!r} "
-                f"at position {position}, which is not in the alphabet {''.join(self.letters)!r}"
-            )
-        return self._order[at]
-
-    def _check_codes(self, codes: np.ndarray, name: str, offset: int) -> np.ndarray:
-        if codes.ndim == 1:
-            codes = codes[None, :]
-        if codes.ndim != 2 or codes.shape[1] != self.length:
-            raise InvalidArgumentError(
-                f"{name}: expected codes of shape [rows, {self.length}], got shape {codes.shape}"
-            )
-        bad = (codes < 0) | (codes >= self.q)
-        if bad.any():
-            row, position = (int(i) for i in np.argwhere(bad)[0])
-            raise InvalidArgumentError(
-                f"{name}: sequence {offset + row} has code {codes[row, position]} at position "
-                f"{position}, outside the alphabet's codes 0..{self.q - 1}"
-            )
-        return np.ascontiguousarray(codes, dtype=np.uint8)
-
-    def decode(self, codes: np.ndarray) -> list[str]:
-        """The strings of ``uint8[rows, length]`` codes."""
-        points = np.ascontiguousarray(self._points[codes])
-        return points.view(f"<U{self.length}").ravel().tolist()
-
-
-def _polars_string() -> Any:
-    import polars as pl
-
-    return pl.String
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class SequenceInteractions:
-    """Interaction values of many sequences over one shared list of position sets.
-
-    Attributes
-    ----------
-    keys : list[tuple[int, ...]]
-        The position sets, ordered by size, then lexicographically; shared by all rows.
-    values : numpy.ndarray
-        ``(rows, len(keys))``: ``values[r, j]`` is the interaction of ``keys[j]`` in row ``r``.
-    base_values : numpy.ndarray
-        ``(rows,)``: the value of the empty coalition (the sketch's uniform mean).
-    data : numpy.ndarray
-        The explained sequences as ``uint8`` codes ``(rows, length)``.
-    index : str
-        The interaction index (``"Moebius"`` for all orders).
-    max_order : int or None
-        Largest set size, ``None`` for every order.
-
-    Examples
-    --------
-    >>> iv = sketch.interactions(["ACGT", "TTTT"], max_order=2)  # doctest: +SKIP
-    >>> iv.values.shape, iv.keys[:2]  # doctest: +SKIP
-    ((2, 10), [(0,), (1,)])
-    """
-
-    keys: list[tuple[int, ...]]
-    values: np.ndarray
-    base_values: np.ndarray
-    data: np.ndarray
-    index: str
-    max_order: int | None
-
-    def __len__(self) -> int:
-        """Number of explained rows."""
-        return len(self.values)
-
-    def __repr__(self) -> str:
-        return (
-            f"SequenceInteractions(rows={len(self)}, keys={len(self.keys)}, index={self.index!r}, "
-            f"max_order={self.max_order})"
-        )
-
-    def row(self, i: int) -> dict[tuple[int, ...], float]:
-        """The non-zero interactions of row ``i`` as a dict (shapiq's ``values`` layout)."""
-        return {key: float(v) for key, v in zip(self.keys, self.values[i], strict=True) if v != 0}
-
-    def to_polars(self) -> Any:
-        """A wide polars DataFrame: one column per key (named like ``"0,3"``), then
-        ``base_value``."""
-        import polars as pl
-
-        columns = {",".join(map(str, key)): self.values[:, j] for j, key in enumerate(self.keys)}
-        return pl.DataFrame({**columns, "base_value": self.base_values})
 
 
 class FourierSketch:
@@ -215,7 +50,7 @@ class FourierSketch:
     --------
     >>> import ferroshap as fs
     >>> model = lambda seqs: [s.count("G") + 2.0 * (s[0] == s[3]) for s in seqs]
-    >>> sk = fs.FourierSketch.fit(model, length=6, alphabet="ACGT", budget=3000, seed=0)
+    >>> sk = fs.FourierSketch.fit(model, n_players=6, alphabet="ACGT", budget=3000, seed=0)
     >>> round(float(sk.predict(["GATGCA"])[0]), 6)
     4.0
     >>> sk.shapley_values(["GATGCA"]).values.shape
@@ -224,36 +59,39 @@ class FourierSketch:
 
     def __init__(self, spectrum: _core.Spectrum, alphabet: Sequence[str], info: dict[str, Any]):
         self._spectrum = spectrum
-        self._codec = _Codec(list(alphabet), spectrum.length)
+        self._codec = SequenceCodec(list(alphabet), spectrum.length)
         self.info = dict(info)
 
     # ---- building -----------------------------------------------------------------------
 
     @classmethod
+    @deprecated_spellings(positional=["budget", "seed", "input"], renamed={"length": "n_players"})
     def fit(
         cls,
         model: Any,
-        length: int,
+        n_players: int,
         alphabet: str | Sequence[str],
+        *,
         budget: int,
         seed: Seed = 0,
-        input: str = "str",
-        *,
-        offsets: int = 1,
         batch_size: int | None = None,
-        progress: bool = False,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
+        model_output: str = "auto",
+        output_index: int | None = None,
+        input: str = "str",
+        offsets: int = 1,
         max_memory: int | None = None,
     ) -> FourierSketch:
-        """Sketch ``model`` on sequences of ``length`` letters from ``alphabet``.
+        """Sketch ``model`` on sequences of ``n_players`` letters from ``alphabet``.
 
         Parameters
         ----------
         model
             A callable (or an object with ``predict``) on a batch of sequences returning one
             float per sequence (``[k]`` or ``[k, 1]``).
-        length
-            Sequence length ``n``.
+        n_players
+            Sequence length ``n`` (the players are the positions).
         alphabet
             The letters, e.g. ``"ACGT"``; code ``i`` is ``alphabet[i]``. ``q = len(alphabet)``.
         budget
@@ -262,16 +100,19 @@ class FourierSketch:
         seed
             An int or a ``numpy.random.Generator``; the same seed gives the same sketch.
         input
-            ``"str"``: the model receives ``list[str]``; ``"codes"``: ``uint8 [k, length]``.
+            ``"str"``: the model receives ``list[str]``; ``"codes"``: ``uint8 [k, n_players]``
+            (a ``torch.nn.Module`` receives them as an ``int64`` tensor on its device).
         offsets
             Random delay offsets; more than 1 makes detection more robust to noisy models at
             ``length + 1`` queries per bin and offset.
         batch_size
             Sequences per model call; by default as many as ``max_bytes`` of input allows.
-        progress
-            Show a tqdm progress bar over the queries.
         max_bytes
             Cap on the bytes of one batch of model input.
+        progress
+            Show a tqdm progress bar over the queries.
+        model_output, output_index
+            How the model is called, as for :class:`ferroshap.Explainer`.
         max_memory
             Cap in bytes on the estimated peak memory (default: half of the available memory);
             above it an ``InvalidArgumentError`` naming the estimate is raised before planning.
@@ -280,40 +121,42 @@ class FourierSketch:
         -------
         FourierSketch
         """
-        predict = resolve_model(model).function
-        length = check_int(length, "length", 1)
-        codec = _Codec(alphabet, length)
+        predict = resolve_model(model, model_output, output_index)
+        length = check_int(n_players, "n_players", 1)
+        codec = SequenceCodec(alphabet, length)
         budget = check_int(budget, "budget", 1)
         if budget >= 2**64:
             raise InvalidArgumentError(f"budget must be below 2**64, got {budget}")
         if input not in _INPUTS:
             raise InvalidArgumentError(f"input must be 'str' or 'codes', got {input!r}")
         offsets = check_int(offsets, "offsets", 1)
-        batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
-        max_bytes = check_int(max_bytes, "max_bytes", 1)
-        estimate = memory.sketch_estimate(length, budget, max_bytes)
+        options = QueryOptions.checked(batch_size, max_bytes, progress)
+        estimate = memory.sketch_estimate(length, budget, options.max_bytes)
         memory.check("FourierSketch.fit", estimate, max_memory, length=length, budget=budget)
         seed_value = draw_seed(check_seed(seed))
         started = time.perf_counter()
         plan = _core.sketch_plan(codec.q, length, budget, seed_value, offsets)
         queries = plan.queries()
         planned = time.perf_counter()
-        per_call = chunk_length(
-            unit_bytes=length * (4 if input == "str" else 1),
-            unit_rows=1,
-            chunk_bytes=max_bytes,
-            batch_size=batch_size,
+
+        def chunk_values(start: int, stop: int) -> np.ndarray:
+            batch = queries[start:stop]
+            inputs: Any = batch
+            if input == "str":
+                inputs = codec.decode(batch)
+            elif predict.backend is not None:  # a torch module: int64 codes on its device
+                inputs = predict.backend.asarray(batch.astype(np.int64))
+            with predict.inference():
+                outputs = predict.function(inputs)
+            values = check_outputs(outputs, len(batch), "model").reshape(len(batch), -1)
+            return single_output(values, "model", "sequence")[:, None]
+
+        per_call = units_per_call(
+            options, unit_bytes=length * (4 if input == "str" else 1), unit_rows=1
         )
-        values = np.empty(len(queries))
-        bar = progress_bar(len(queries), progress, desc="sketch queries")
-        try:
-            for start in range(0, len(queries), per_call):
-                batch = queries[start : start + per_call]
-                inputs = codec.decode(batch) if input == "str" else batch
-                values[start : start + len(batch)] = _one_output(predict(inputs), len(batch))
-                bar.update(len(batch))
-        finally:
-            bar.close()
+        values = query(
+            len(queries), per_call, chunk_values, progress=options.progress, desc="sketch queries"
+        )[:, 0]
         queried = time.perf_counter()
         spectrum, threshold, holdout_nmse = plan.decode(values)
         decoded = time.perf_counter()
@@ -343,6 +186,11 @@ class FourierSketch:
     @property
     def length(self) -> int:
         """Sequence length ``n``."""
+        return self._spectrum.length
+
+    @property
+    def n_players(self) -> int:
+        """Number of players: the sequence length ``n``."""
         return self._spectrum.length
 
     @property
@@ -526,10 +374,7 @@ class FourierSketch:
             for frame in iter_chunks(data, needed, chunk_size):
                 codes = self._codec.encode(frame[column], column, offset)
                 phi = self._spectrum.shapley_values(codes, bg)
-                result = frame.select(key_columns).hstack(
-                    [pl.Series(name, phi[:, i]) for i, name in enumerate(names)]
-                    + [pl.Series("base_value", np.full(len(codes), base))]
-                )
+                result = phi_frame(frame.select(key_columns), names, phi, base)
                 offset += len(codes)
                 if output is None:
                     frames.append(result)
@@ -549,6 +394,22 @@ class FourierSketch:
             schema = {name: pl.Float64 for name in [*names, "base_value"]}
             return pl.DataFrame(schema=schema)
         return pl.concat(frames)
+
+    def dataset_values(
+        self, columns: list[str]
+    ) -> tuple[list[str], Callable[[Any], tuple[np.ndarray, np.ndarray]]]:
+        """Output names and ``frame -> (phi, base_values)`` for the dataset writers:
+        ``columns`` is the one sequence column."""
+        if len(columns) != 1:
+            raise InvalidArgumentError(
+                f"columns: a FourierSketch explains one sequence column, got {columns}"
+            )
+
+        def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+            explanation = self.shapley_values(frame[columns[0]])
+            return explanation.values, explanation.base_values
+
+        return [f"phi_{i}" for i in range(self.length)], values
 
     # ---- persistence --------------------------------------------------------------------
 
@@ -644,16 +505,3 @@ class FourierSketch:
             return cls(spectrum, alphabet, info if isinstance(info, dict) else {})
         except (InvalidArgumentError, InvalidTypeError) as err:
             raise InvalidArgumentError(f"path: {where} is corrupt: {err}") from err
-
-
-def _one_output(outputs: Any, rows: int) -> np.ndarray:
-    """The model's ``[rows]`` (or ``[rows, 1]``) outputs as float64 ``[rows]``."""
-    values = check_outputs(outputs, rows, "model")
-    if values.ndim == 2:
-        if values.shape[1] != 1:
-            raise InvalidArgumentError(
-                f"model must return one value per sequence ([{rows}] or [{rows}, 1]) for a "
-                f"sketch, got shape {values.shape}"
-            )
-        values = values[:, 0]
-    return values

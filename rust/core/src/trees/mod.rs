@@ -1,12 +1,13 @@
-//! Tree ensembles as exact sparse Fourier spectra (spec proxyspex §5): [`lightgbm`] parses a
-//! model's text, [`fourier`] transforms its trees and sums them.
+//! Tree ensembles as exact sparse spectra on 0/1 inputs (spec proxyspex §5): [`lightgbm`] parses
+//! a model's text, [`walsh`] takes the Walsh (Boolean Fourier) transform of its trees and sums
+//! them. The crate's `fourier` module is the other transform: the q-ary sketch of SHAP zero.
 
-pub mod fourier;
 pub mod lightgbm;
 mod sums;
+pub mod walsh;
 
-pub use fourier::ensemble_fourier;
 pub use lightgbm::Ensemble;
+pub use walsh::ensemble_fourier;
 
 use crate::error::Result;
 use crate::sparse::SparseFunction;

@@ -1,0 +1,164 @@
+"""The query layer under every engine: chunks, out-of-memory halving, the shared keywords, and
+the one-release aliases of the old spellings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ferroshap as fs
+from ferroshap.errors import DeviceMemoryError, InvalidTypeError
+from ferroshap.query import QueryOptions, query, units_per_call
+
+N = 6
+
+
+class Counting:
+    """A linear model that records its batch sizes and runs out of memory above ``limit`` rows."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit, self.sizes = limit, []
+        self.w = np.arange(1.0, N + 1.0)
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        self.sizes.append(len(batch))
+        if self.limit is not None and len(batch) > self.limit:
+            raise MemoryError(f"{len(batch)} rows")
+        return np.asarray(batch, dtype=np.float64) @ self.w
+
+
+def test_query_halves_chunks_on_out_of_memory() -> None:
+    sizes: list[int] = []
+
+    def values(start: int, stop: int) -> np.ndarray:
+        sizes.append(stop - start)
+        if stop - start > 3:
+            raise MemoryError
+        return np.arange(start, stop, dtype=float)[:, None]
+
+    out = query(20, 16, values, progress=False, desc="")
+    np.testing.assert_array_equal(out[:, 0], np.arange(20.0))
+    assert sizes[:3] == [16, 8, 4] and max(sizes[3:]) == 2
+    with pytest.raises(DeviceMemoryError, match="one unit"):
+        query(4, 4, lambda a, b: (_ for _ in ()).throw(MemoryError()), progress=False, desc="")
+
+
+def test_units_per_call_sizes_by_bytes_or_batch_size() -> None:
+    assert units_per_call(QueryOptions(max_bytes=1000), unit_bytes=100, unit_rows=5) == 10
+    assert units_per_call(QueryOptions(batch_size=12), unit_bytes=100, unit_rows=5) == 2
+    assert units_per_call(QueryOptions(batch_size=1), unit_bytes=100, unit_rows=5) == 1
+
+
+@pytest.fixture
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(5, N)), rng.normal(size=(2, N))
+
+
+def test_explainer_chunks_and_halves(data) -> None:
+    background, X = data
+    truth = fs.Explainer(Counting(), background, method="exact")(X).values
+    model = Counting()
+    chunked = fs.Explainer(model, background, method="exact", batch_size=10)(X)
+    assert max(model.sizes[1:]) == 10  # two (coalition, row) pairs of 5 background rows
+    np.testing.assert_allclose(chunked.values, truth, rtol=0, atol=1e-12)
+    model = Counting(limit=40)
+    halved = fs.Explainer(model, background, method="exact", batch_size=160)(X)
+    assert 160 in model.sizes and max(s for s in model.sizes[1:] if s <= 40) == 40
+    np.testing.assert_allclose(halved.values, truth, rtol=0, atol=1e-12)
+
+
+def test_shapley_values_chunks_and_halves_a_raw_game() -> None:
+    weights = np.arange(1.0, N + 1.0)
+    sizes: list[int] = []
+
+    def game(masks: np.ndarray) -> np.ndarray:
+        sizes.append(len(masks))
+        if len(masks) > 16:
+            raise MemoryError
+        return masks @ weights
+
+    phi = fs.shapley_values(game, N, method="exact", batch_size=64)
+    np.testing.assert_allclose(phi, weights, rtol=0, atol=1e-12)
+    assert sizes[0] == 64 and max(sizes[2:]) == 16
+
+
+def test_proxyspex_masker_chunks_and_halves(data) -> None:
+    background, X = data
+    model = Counting(limit=50)
+    masker = fs.maskers.Baseline(background, batch_size=200)
+    iv = fs.ProxySPEX(model, masker=masker, budget=60, max_order=1, index="SII").explain(X[0])
+    assert 200 in model.sizes and max(s for s in model.sizes[1:] if s <= 50) <= 50
+    truth = model.w * (X[0] - background.mean(axis=0))  # additive game: exact Shapley values
+    np.testing.assert_allclose(iv.shapley_values(), truth, atol=1e-9)
+
+
+def test_fourier_sketch_chunks_and_halves() -> None:
+    sizes: list[int] = []
+
+    def model(codes: np.ndarray) -> np.ndarray:
+        sizes.append(len(codes))
+        if len(codes) > 100:
+            raise MemoryError
+        return (codes == 2).sum(axis=1).astype(np.float64)
+
+    sketch = fs.FourierSketch.fit(
+        model, 5, "ACGT", budget=2000, seed=0, input="codes", batch_size=400
+    )
+    assert sizes[0] == 400 and max(sizes[2:]) <= 100
+    np.testing.assert_allclose(sketch.predict(["GGAGT"]), [3.0], atol=1e-9)
+
+
+def test_torch_modules_get_tensors_on_their_device(data) -> None:
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    background, X = data
+    seen: list[object] = []
+
+    class Linear(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.arange(1.0, N + 1.0, dtype=torch.float64))
+
+        def forward(self, z):
+            seen.append(z)
+            return z @ self.w
+
+    module = Linear()
+    game, n = fs.maskers.Baseline(background).game(module, X[0])
+    game(np.ones((3, N), dtype=bool))
+    codes = fs.FourierSketch.fit(lambda c: c.sum(1) * 1.0, 4, "AC", budget=200, input="codes")
+    assert codes.n_players == 4
+    assert n == N and all(isinstance(z, torch.Tensor) for z in seen)
+
+
+def test_unknown_keywords_and_positional_extras_are_refused() -> None:
+    with pytest.raises(TypeError):
+        fs.Explainer(Counting(), np.zeros((1, N)), bach_size=3)  # type: ignore[call-arg]
+    with pytest.raises(InvalidTypeError, match="positional arguments"):
+        fs.maskers.Baseline(np.zeros((1, N)), 2**20, 3)  # type: ignore[misc]
+
+
+def test_old_spellings_warn_and_still_work(data) -> None:
+    background, X = data
+    weights = np.arange(1.0, N + 1.0)
+    game = lambda masks: masks @ weights  # noqa: E731
+    with pytest.warns(DeprecationWarning, match="by position"):
+        phi = fs.shapley_values(game, N, "exact")
+    np.testing.assert_allclose(phi, weights, atol=1e-12)
+    with pytest.warns(DeprecationWarning, match=r"n=\.\.\."):
+        np.testing.assert_allclose(fs.shapley_values(game, n=N, method="exact"), phi)
+    with pytest.warns(DeprecationWarning, match="by position"):
+        ex = fs.Explainer(Counting(), background, "exact", 64, True, 0)(X)
+    assert ex.method == "exact"
+    with pytest.warns(DeprecationWarning, match="n_features"):
+        assert fs.Explainer(Counting(), background).n_features == N
+    with pytest.warns(DeprecationWarning, match=r"n=\.\.\."):
+        assert fs.ProxySPEX(game, n=N).n_players == N
+    with pytest.warns(DeprecationWarning, match="ProxySPEX.n is deprecated"):
+        assert fs.ProxySPEX(game, N).n == N
+    with pytest.warns(DeprecationWarning, match=r"length=\.\.\."):
+        fs.FourierSketch.fit(lambda s: [1.0] * len(s), length=3, alphabet="AC", budget=100)
+    with pytest.warns(DeprecationWarning, match="by position"):
+        assert fs.maskers.Tokens(0, 8).options.batch_size == 8
+    with pytest.raises(InvalidTypeError, match="twice"):
+        fs.shapley_values(game, N, "exact", method="exact")  # type: ignore[misc]
