@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core
+from ferroshap.auto import AUTO, resolve
 from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array, check_finite, to_numpy
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
 from ferroshap.games import LINKS, RawGame, TabularGame
 from ferroshap.models import ModelFunction, resolve_model
-from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit, resolve
+from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit
 from ferroshap.validation import Seed, check_int, check_seed, draw_seed
 
 __all__ = ["Explainer", "shapley_values"]
@@ -42,7 +43,10 @@ class Explainer:
         Background rows: a 2-D array or a polars / pandas DataFrame (column names become the
         feature names). A single row gives the single-baseline game.
     method
-        One of :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
+        ``"auto"`` (the default): the most accurate estimator we have for this number of
+        features and budget, chosen by a fixed rule (:func:`ferroshap.auto.choose`, described in
+        ``docs/auto.md``); :attr:`Explanation.estimator` names what ran. Or one of
+        :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
         ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
         ignores ``budget``, at most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features); or one
         of :data:`ferroshap.PROXY_METHODS`: ``"proxy-leverage"`` (LeverageSHAP adjusted by a
@@ -52,7 +56,8 @@ class Explainer:
     budget
         Distinct coalitions evaluated per row, ∅ and the grand coalition included; at least 2,
         and at least ``2 n`` for ``"permutation"``. With ``paired=True`` an odd budget is rounded
-        down. ``budget >= 2**n`` computes exact values by enumeration, with a ``UserWarning``.
+        down. ``budget >= 2**n`` computes exact values by enumeration, with a ``UserWarning``
+        (none for ``"auto"``, which then chooses enumeration).
     paired
         Sample coalitions together with their complements.
     seed
@@ -111,7 +116,7 @@ class Explainer:
         self,
         model: Any,
         background: Any,
-        method: str = "leverage",
+        method: str = AUTO,
         budget: int = 2048,
         paired: bool = True,
         seed: Seed = 0,
@@ -137,8 +142,8 @@ class Explainer:
         self.method = method
         self.budget = _check_budget(budget, method, n)
         self.cross_fit = check_cross_fit(cross_fit, method)
-        self._planned, self._proxy = resolve(method, n, self.budget)
         self.paired = bool(paired)
+        self._recipe = resolve(method, n, self.budget, self.paired, int(self._background.shape[0]))
         self.seed = check_seed(seed)
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
         self.max_bytes = check_int(max_bytes, "max_bytes", 1)
@@ -196,7 +201,8 @@ class Explainer:
         rows = int(x.shape[0])
         seed = draw_seed(self.seed)
         streams = range(1, rows + 1) if self.per_row_design else [0]
-        designs = _plan(self._planned, n, self.budget, seed, self.paired, streams)
+        designs = _plan(self._recipe.planned, n, self.budget, seed, self.paired, streams)
+        warn_exact(designs, self.method, self.budget)
         if self.per_row_design:
             masks = [design.masks() for design in designs]
             sizes = [len(m) for m in masks]
@@ -204,7 +210,7 @@ class Explainer:
             per_design = np.split(values, np.cumsum(sizes)[:-1])
         else:
             per_design = [game.evaluate(designs[0].masks())]
-        phi = np.stack(_estimate(designs, per_design, self._proxy, self.cross_fit))
+        phi = np.stack(_estimate(designs, per_design, self._recipe.proxy, self.cross_fit))
         k = int(np.prod(game.output_shape, dtype=np.int64))
         phi = np.ascontiguousarray(phi.reshape(rows, k, n).transpose(0, 2, 1))  # [rows, n, k]
         return Explanation(
@@ -215,13 +221,14 @@ class Explainer:
             n_evaluations=max(design.n_coalitions for design in designs),
             method=self.method,
             budget=self.budget,
+            estimator="exact" if designs[0].exact else self._recipe.name,
         )
 
 
 def shapley_values(
     game: Callable[[np.ndarray], Any],
     n: int,
-    method: str = "leverage",
+    method: str = AUTO,
     budget: int = 2048,
     seed: Seed = 0,
     paired: bool = True,
@@ -257,10 +264,11 @@ def shapley_values(
     _check_method(method, n)
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
-    planned, proxy = resolve(method, n, budget)
-    (design,) = _plan(planned, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
+    recipe = resolve(method, n, budget, bool(paired))
+    (design,) = _plan(recipe.planned, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
+    warn_exact([design], method, budget)
     raw = RawGame(game, n)
-    (phi,) = _estimate([design], [raw.evaluate(design.masks())], proxy, cross_fit)
+    (phi,) = _estimate([design], [raw.evaluate(design.masks())], recipe.proxy, cross_fit)
     return phi if raw.output_shape else phi[0]
 
 
@@ -273,7 +281,7 @@ def _place(array: Any, model: ModelFunction) -> Any:
 
 
 def _check_method(method: str, n: int) -> None:
-    valid = [*_core.METHODS, *PROXY_METHODS]
+    valid = [AUTO, *_core.METHODS, *PROXY_METHODS]
     if method not in valid:
         raise InvalidArgumentError(
             f"method must be one of {', '.join(map(repr, valid))}; got {method!r}"
@@ -297,15 +305,20 @@ def _check_budget(budget: Any, method: str, n: int) -> int:
 def _plan(
     method: str, n: int, budget: int, seed: int, paired: bool, streams: Sequence[int]
 ) -> list[_core.Design]:
-    """Plan one design per stream; warn once if the budget made them exact."""
-    designs = [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
-    if any(design.exact_fallback for design in designs):
+    """Plan one design per stream."""
+    return [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
+
+
+def warn_exact(designs: Sequence[_core.Design], method: str, budget: int) -> None:
+    """Warn once if the budget made an explicitly requested sampling method exact (``"auto"``
+    chooses enumeration knowingly and does not warn)."""
+    if method != AUTO and any(design.exact_fallback for design in designs):
+        n = designs[0].n_players
         warnings.warn(
             f"budget ≥ 2^n (budget={budget}, n={n}): computing exact Shapley values by enumeration",
             UserWarning,
             stacklevel=3,
         )
-    return designs
 
 
 def _estimate(
