@@ -15,6 +15,10 @@ column with ``random_state=seed``.
 Usage::
 
     python benches/bench_auto.py [--seeds 0:20] [--cases rf,mlp,svm,soum] [--out DIR]
+    python benches/bench_auto.py --breast-cancer 256,512,2048 [--seeds 0:20]
+
+``--breast-cancer`` runs ``Explainer(method="auto")`` on the breast-cancer protocol of
+``protocols.py accuracy`` instead (median error and seconds per row per budget).
 """
 
 from __future__ import annotations
@@ -193,8 +197,11 @@ def error(phi: np.ndarray, truth: np.ndarray) -> float:
     return float(np.mean(((phi - truth) ** 2).sum(axis=1) / (truth**2).sum(axis=1)))
 
 
-def run_suite(cases: list[Case], seeds: range, names: list[str]) -> pl.DataFrame:
-    """Long table: case, budget, estimator, seed, error, seconds."""
+def run_suite(
+    cases: list[Case], seeds: range, names: list[str], checkpoint: Path | None = None
+) -> pl.DataFrame:
+    """Long table: case, budget, estimator, seed, error, seconds (rewritten to ``checkpoint``
+    after every cell)."""
     runners = {
         **{f"ferroshap {r}": ferroshap_recipe(r) for r in names if r in auto.RECIPES},
         **({"ferroshap auto": ferroshap_recipe("auto")} if "auto" in names else {}),
@@ -221,6 +228,8 @@ def run_suite(cases: list[Case], seeds: range, names: list[str]) -> pl.DataFrame
                         }
                     )
             print(f"{case.name} budget {budget} done", file=sys.stderr, flush=True)
+            if checkpoint is not None:
+                pl.DataFrame(records).write_parquet(checkpoint)
     return pl.DataFrame(records)
 
 
@@ -239,6 +248,33 @@ def summarize(long: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def breast_cancer(seeds: range, budgets: tuple[int, ...]) -> pl.DataFrame:
+    """``Explainer(method="auto")`` on the breast-cancer protocol of ``protocols.accuracy``
+    (LightGBM, n = 30, 50 background rows, 8 rows, exact interventional TreeSHAP truth)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from protocols import exact_tree_shap, lightgbm_problem, relative_error
+
+    problem = lightgbm_problem()
+    exact = exact_tree_shap(problem)
+    records = []
+    for budget in budgets:
+        for seed in seeds:
+            start = time.perf_counter()
+            ex = fs.Explainer(problem.model.predict, problem.background, budget=budget, seed=seed)
+            explanation = ex(problem.rows)
+            records.append(
+                {
+                    "budget": budget,
+                    "seed": seed,
+                    "estimator": explanation.estimator,
+                    "error": relative_error(explanation.values, exact),
+                    "seconds_per_row": (time.perf_counter() - start) / len(problem.rows),
+                }
+            )
+        print(f"breast cancer budget {budget} done", file=sys.stderr, flush=True)
+    return pl.DataFrame(records)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0:20", help="start:stop")
@@ -247,14 +283,27 @@ def main() -> None:
         "--estimators", default=",".join(["auto", *auto.RECIPES, *PEERS]), help="names"
     )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument(
+        "--breast-cancer", default="", help="budgets (e.g. 256,512,2048): run that protocol"
+    )
     args = parser.parse_args()
     start, stop = map(int, args.seeds.split(":"))
+    if args.breast_cancer:
+        budgets = tuple(int(b) for b in args.breast_cancer.split(","))
+        runs = breast_cancer(range(start, stop), budgets)
+        args.out.mkdir(parents=True, exist_ok=True)
+        runs.write_parquet(args.out / f"auto_breast_cancer_{start}_{stop}.parquet")
+        print(
+            runs.group_by("budget", "estimator")
+            .agg(pl.col("error").median(), pl.col("seconds_per_row").median())
+            .sort("budget")
+        )
+        return
     names = set(args.cases.split(","))
-    cases = tabular_cases(names) + (soum_cases() if "soum" in names else [])
-    long = run_suite(cases, range(start, stop), args.estimators.split(","))
+    cases = tabular_cases(names) + [c for c in soum_cases() if c.name.split()[0] in names]
     args.out.mkdir(parents=True, exist_ok=True)
-    tag = f"auto_suite_{start}_{stop}"
-    long.write_parquet(args.out / f"{tag}.parquet")
+    checkpoint = args.out / f"auto_suite_{start}_{stop}.parquet"
+    long = run_suite(cases, range(start, stop), args.estimators.split(","), checkpoint)
     table = summarize(long)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=40):
         print(table)

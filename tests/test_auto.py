@@ -38,6 +38,16 @@ def test_exact_exactly_from_two_to_the_n(n: int) -> None:
     assert auto.choose(n, 2**n - 1).name != "exact"
 
 
+@pytest.mark.parametrize("n", [5, 10, auto.BORDER_MAX_PLAYERS])
+def test_kernel_wor_for_small_budgets_at_small_n(n: int) -> None:
+    budget = auto.BORDER_FACTOR * n
+    if budget < 2**n:
+        assert auto.choose(n, budget - 1).name == "kernel-wor"
+        assert auto.choose(n, budget).name != "kernel-wor"
+    n_large = auto.BORDER_MAX_PLAYERS + 1
+    assert auto.choose(n_large, auto.BORDER_FACTOR * n_large - 1).name == "proxy-leverage"
+
+
 def test_leverage_below_the_proxy_minimum() -> None:
     n = 30
     assert auto.choose(n, minimum_budget(n) - 1).name == "leverage"
@@ -69,9 +79,19 @@ def test_the_rule_is_a_function_of_its_arguments_only() -> None:
 # -- exact where its ingredients are ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("budget", [60, 200, 600])
-def test_auto_is_exact_on_order_two_games_with_every_recipe(budget: int) -> None:
-    n = 12
+@pytest.mark.parametrize(
+    ("n", "budget", "recipe"),
+    [
+        (12, 60, "kernel-wor"),
+        (30, 100, "leverage"),
+        (12, 200, "proxy-leverage"),
+        (12, 600, "odd-sparse"),
+    ],
+)
+def test_auto_is_exact_on_order_two_games_with_every_recipe(
+    n: int, budget: int, recipe: str
+) -> None:
+    assert auto.choose(n, budget).name == recipe
     game, phi = order_two_game(n)
     assert np.allclose(fs.shapley_values(game, n, budget=budget, seed=1), phi, atol=1e-8)
 
@@ -98,10 +118,10 @@ def test_one_player_is_exact_without_a_warning() -> None:
 
 
 def _tabulated(predict, n: int, n_background: int, seed: int = 0):
-    """A model's interventional game of one row on every coalition, as a lookup, and its exact
-    values."""
+    """A model's interventional games of 4 rows on every coalition, as a lookup, and their
+    exact values."""
     rng = np.random.default_rng(seed)
-    background, rows = rng.normal(size=(n_background, n)), rng.normal(size=(1, n))
+    background, rows = rng.normal(size=(n_background, n)), rng.normal(size=(4, n))
     table = fs.explainer.TabularGame(predict, background, rows).evaluate(all_masks(n))
     powers = 1 << np.arange(n)
 
@@ -130,13 +150,14 @@ def test_auto_is_not_worse_than_leverage(model: str) -> None:
     game, exact = _tabulated(_models(n)[model], n, n_background=10)
 
     def error(method: str, budget: int) -> float:
+        """Squared error relative to the values' squared norm, summed over 5 seeds."""
         total = 0.0
         for seed in range(5):
             phi = fs.shapley_values(game, n, method=method, budget=budget, seed=seed)
             total += float(np.sum((phi - exact) ** 2) / np.sum(exact**2))
         return total
 
-    for budget in (200, 500):  # proxy-leverage, odd-sparse
+    for budget in (50, 500):  # kernel-wor, odd-sparse (proxy-leverage: test_proxy_adjusted)
         assert error("auto", budget) <= 1.05 * error("leverage", budget), budget
 
 

@@ -57,6 +57,14 @@ RECIPES: dict[str, Recipe] = {
 """Every recipe by name: plain designs, and designs followed by the odd-part proxy adjustment."""
 
 
+BORDER_MAX_PLAYERS = 12
+"""Up to this many players, small budgets go to the kernel's without-replacement design."""
+
+BORDER_FACTOR = 6
+"""... below ``budget = BORDER_FACTOR * n``: there the Shapley kernel's weight sits mostly on the
+border sizes (1 and n - 1), which ``"kernel-wor"`` enumerates in full, and a proxy has too few
+pairs to learn from."""
+
 ODD_SPARSE_FACTOR = 40
 """From ``budget >= ODD_SPARSE_FACTOR * n`` on, ``auto`` refits the odd part on a sparse support
 (``"odd-sparse"``) instead of adjusting by the proxy itself (``"proxy-leverage"``)."""
@@ -77,24 +85,29 @@ def choose(
     game). The rule, in order:
 
     1. ``budget >= 2**n``: ``"exact"`` (full enumeration, no warning);
-    2. ``budget`` below :func:`~ferroshap.proxy_adjusted.minimum_budget` (too few pairs to fit a
+    2. ``n <= 12`` and ``budget < 6 n``: ``"kernel-wor"`` (border sizes enumerated);
+    3. ``budget`` below :func:`~ferroshap.proxy_adjusted.minimum_budget` (too few pairs to fit a
        proxy): ``"leverage"``;
-    3. paired designs with ``budget >= 40 n`` (``15 n`` for a single background row):
+    4. paired designs with ``budget >= 40 n`` (``15 n`` for a single background row):
        ``"odd-sparse"``;
-    4. otherwise ``"proxy-leverage"`` (also what ``paired=False`` gets from step 3 on, since the
+    5. otherwise ``"proxy-leverage"`` (also what ``paired=False`` gets from step 4 on, since the
        odd part needs complements).
 
     The number of outputs does not enter: proxies are fitted per output column either way.
 
     Examples
     --------
-    >>> choose(8, 256).name, choose(30, 100).name, choose(30, 512).name, choose(30, 2048).name
-    ('exact', 'leverage', 'proxy-leverage', 'odd-sparse')
+    >>> choose(8, 256).name, choose(10, 50).name, choose(30, 100).name
+    ('exact', 'kernel-wor', 'leverage')
+    >>> choose(30, 512).name, choose(30, 2048).name
+    ('proxy-leverage', 'odd-sparse')
     >>> choose(10, 200, n_background=1).name, choose(10, 200, paired=False, n_background=1).name
     ('odd-sparse', 'proxy-leverage')
     """
     if n < 63 and budget >= 2**n:
         return RECIPES["exact"]
+    if n <= BORDER_MAX_PLAYERS and budget < BORDER_FACTOR * n:
+        return RECIPES["kernel-wor"]
     if budget < minimum_budget(n):
         return RECIPES["leverage"]
     factor = SINGLE_BASELINE_FACTOR if n_background == 1 else ODD_SPARSE_FACTOR
