@@ -26,9 +26,18 @@ SAMPLES_PER_TERM = 10
 """Sampled coalitions per fitted Fourier term (OddSHAP's ``eta``)."""
 
 
-def refit_odd(spectrum: _core.SparseFunction, masks: np.ndarray, target: np.ndarray) -> Any:
+def refit_odd(
+    spectrum: _core.SparseFunction,
+    masks: np.ndarray,
+    target: np.ndarray,
+    rows: np.ndarray | None = None,
+) -> Any:
     """The least-squares fit of ``target`` (odd part, ``[m]``) on the screened odd support of
     ``spectrum`` (a Fourier :class:`~ferroshap._core.SparseFunction` on ``n`` players).
+
+    ``rows`` (indices into ``masks``) restricts the equations, e.g. to one coalition of each
+    sampled pair: an odd term and the odd part both change sign on the complement, so a pair's
+    two equations are one. The support size still counts every sampled coalition.
 
     Returns a Fourier :class:`~ferroshap._core.SparseFunction` with the refitted coefficients.
 
@@ -50,9 +59,11 @@ def refit_odd(spectrum: _core.SparseFunction, masks: np.ndarray, target: np.ndar
     largest = odd[np.argsort(-magnitude, kind="stable")[: len(masks) // SAMPLES_PER_TERM]]
     support = {keys[t] for t in largest} | {(i,) for i in range(n)}
     ordered = sorted(support, key=lambda key: (len(key), key))
-    basis = np.empty((len(masks), len(ordered)))
+    equations = masks if rows is None else masks[rows]
+    basis = np.empty((len(equations), len(ordered)))
     for column, key in enumerate(ordered):
-        parity = np.bitwise_xor.reduce(masks[:, list(key)], axis=1)
+        parity = np.bitwise_xor.reduce(equations[:, list(key)], axis=1)
         basis[:, column] = 1.0 - 2.0 * parity
-    coefficients = np.linalg.lstsq(basis, target, rcond=None)[0]
+    values = target if rows is None else target[rows]
+    coefficients = np.linalg.lstsq(basis, values, rcond=None)[0]
     return _core.SparseFunction("Fourier", n, ordered, np.ascontiguousarray(coefficients))

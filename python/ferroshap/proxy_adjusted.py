@@ -166,13 +166,14 @@ def adjust(
     v0, v1 = values[0], values[1]
     if method in ("proxy-leverage", ODD_SPARSE):
         odd = odd_residual(masks, complement, values, phi)
+        one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
 
         def proxy(j: int) -> tuple[np.ndarray, np.ndarray]:
             booster = fit_proxy(masks, odd[:, j])
             if method == "proxy-leverage":
                 return _tree_shapley(booster, n), predict_proxy(booster, masks)
             spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
-            surrogate = refit_odd(spectrum, masks, odd[:, j])
+            surrogate = refit_odd(spectrum, masks, odd[:, j], one_per_pair)
             return surrogate.shapley_values(), surrogate.evaluate(masks)
 
         # One proxy per row and output, fitted in threads (LightGBM and the tree reader release
