@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ferroshap import proxy_adjusted
+from ferroshap import _core, proxy_adjusted
 from ferroshap.proxy_adjusted import ODD_SPARSE, minimum_budget
 
 __all__ = ["AUTO", "RECIPES", "Recipe", "choose", "resolve"]
@@ -84,7 +84,7 @@ def choose(
     ``n_background`` is the number of background rows of a tabular game (``None`` for a raw
     game). The rule, in order:
 
-    1. ``budget >= 2**n``: ``"exact"`` (full enumeration, no warning);
+    1. ``budget >= 2**n`` (and ``n <= 24``): ``"exact"`` (full enumeration, no warning);
     2. ``n <= 12`` and ``budget < 6 n``: ``"kernel-wor"`` (border sizes enumerated);
     3. ``budget`` below :func:`~ferroshap.proxy_adjusted.minimum_budget` (too few pairs to fit a
        proxy): ``"leverage"``;
@@ -104,7 +104,7 @@ def choose(
     >>> choose(10, 200, n_background=1).name, choose(10, 200, paired=False, n_background=1).name
     ('odd-sparse', 'proxy-leverage')
     """
-    if n < 63 and budget >= 2**n:
+    if n <= _core.MAX_EXACT_PLAYERS and budget >= 2**n:
         return RECIPES["exact"]
     if n <= BORDER_MAX_PLAYERS and budget < BORDER_FACTOR * n:
         return RECIPES["kernel-wor"]

@@ -201,8 +201,9 @@ class Explainer:
         rows = int(x.shape[0])
         seed = draw_seed(self.seed)
         streams = range(1, rows + 1) if self.per_row_design else [0]
-        designs = _plan(self._recipe.planned, n, self.budget, seed, self.paired, streams)
-        warn_exact(designs, self.method, self.budget)
+        designs = _plan(
+            self._recipe.planned, n, self.budget, seed, self.paired, streams, self.method != AUTO
+        )
         if self.per_row_design:
             masks = [design.masks() for design in designs]
             sizes = [len(m) for m in masks]
@@ -265,8 +266,8 @@ def shapley_values(
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
     recipe = resolve(method, n, budget, bool(paired))
-    (design,) = _plan(recipe.planned, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
-    warn_exact([design], method, budget)
+    seed = draw_seed(check_seed(seed))
+    (design,) = _plan(recipe.planned, n, budget, seed, bool(paired), [0], method != AUTO)
     raw = RawGame(game, n)
     (phi,) = _estimate([design], [raw.evaluate(design.masks())], recipe.proxy, cross_fit)
     return phi if raw.output_shape else phi[0]
@@ -303,22 +304,24 @@ def _check_budget(budget: Any, method: str, n: int) -> int:
 
 
 def _plan(
-    method: str, n: int, budget: int, seed: int, paired: bool, streams: Sequence[int]
+    method: str,
+    n: int,
+    budget: int,
+    seed: int,
+    paired: bool,
+    streams: Sequence[int],
+    warn: bool = True,
 ) -> list[_core.Design]:
-    """Plan one design per stream."""
-    return [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
-
-
-def warn_exact(designs: Sequence[_core.Design], method: str, budget: int) -> None:
-    """Warn once if the budget made an explicitly requested sampling method exact (``"auto"``
-    chooses enumeration knowingly and does not warn)."""
-    if method != AUTO and any(design.exact_fallback for design in designs):
-        n = designs[0].n_players
+    """Plan one design per stream; warn once (if ``warn``: not for ``"auto"``, which chooses
+    enumeration knowingly) if the budget made them exact."""
+    designs = [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
+    if warn and any(design.exact_fallback for design in designs):
         warnings.warn(
             f"budget ≥ 2^n (budget={budget}, n={n}): computing exact Shapley values by enumeration",
             UserWarning,
             stacklevel=3,
         )
+    return designs
 
 
 def _estimate(

@@ -14,8 +14,6 @@ proxy-leverage adjustment, which keeps it unbiased in the limit and efficient.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ferroshap import _core
@@ -31,7 +29,7 @@ def refit_odd(
     masks: np.ndarray,
     target: np.ndarray,
     rows: np.ndarray | None = None,
-) -> Any:
+) -> _core.SparseFunction:
     """The least-squares fit of ``target`` (odd part, ``[m]``) on the screened odd support of
     ``spectrum`` (a Fourier :class:`~ferroshap._core.SparseFunction` on ``n`` players).
 
