@@ -34,7 +34,7 @@ def model(z: np.ndarray) -> np.ndarray:
 
 def make_explainer() -> fs.Explainer:
     """One baseline row, budget 2048, master seed 0."""
-    return fs.Explainer(model, np.zeros((1, N)), budget=2048, seed=0)
+    return fs.Explainer(model, np.zeros((1, N)), budget=2048, seed=0, method="leverage")
 
 
 def _largest_difference(a: pl.DataFrame, b: pl.DataFrame) -> float:

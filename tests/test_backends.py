@@ -45,8 +45,10 @@ def strict_model(w):
 
 def test_array_api_matches_numpy(data) -> None:
     background, X, w = data
-    expected = fs.Explainer(numpy_model(w), background, budget=40, seed=3)(X)
-    got = fs.Explainer(strict_model(w), xps.asarray(background), budget=40, seed=3)(xps.asarray(X))
+    expected = fs.Explainer(numpy_model(w), background, budget=40, seed=3, method="leverage")(X)
+    got = fs.Explainer(
+        strict_model(w), xps.asarray(background), budget=40, seed=3, method="leverage"
+    )(xps.asarray(X))
     # Same design, same game; only the order of float operations in the model differs.
     np.testing.assert_allclose(got.values, expected.values, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got.base_values, expected.base_values, rtol=1e-12)
@@ -65,9 +67,9 @@ def test_inputs_cross_to_the_device_once_per_design_not_per_coalition(data, monk
     monkeypatch.setattr(ArrayBackend, "asarray", counting)
     for budget in (16, 60):
         transfers.clear()
-        fs.Explainer(strict_model(w), xps.asarray(background), budget=budget, batch_size=9)(
-            xps.asarray(X)
-        )
+        fs.Explainer(
+            strict_model(w), xps.asarray(background), budget=budget, batch_size=9, method="leverage"
+        )(xps.asarray(X))
         # Exactly one host-to-device copy: the design's masks, whatever the number of
         # coalitions and chunks (batch_size=9 forces one coalition per model call).
         assert len(transfers) == 1 and transfers[0][1] == N
@@ -75,7 +77,7 @@ def test_inputs_cross_to_the_device_once_per_design_not_per_coalition(data, monk
 
 def test_mismatched_libraries_name_both(data) -> None:
     background, X, w = data
-    explainer = fs.Explainer(strict_model(w), xps.asarray(background), budget=16)
+    explainer = fs.Explainer(strict_model(w), xps.asarray(background), budget=16, method="leverage")
     with pytest.raises(InvalidArgumentError, match=r"X is a numpy array but background"):
         explainer(X)
 
@@ -92,7 +94,7 @@ def test_out_of_memory_halves_the_chunk_then_names_it(data) -> None:
             raise OutOfMemoryError("CUDA out of memory")
         return model(z)
 
-    expected = fs.Explainer(model, background, budget=30, seed=0)(X).values
+    expected = fs.Explainer(model, background, budget=30, seed=0, method="leverage")(X).values
     got = fs.Explainer(picky, background, budget=30, seed=0, batch_size=10**6)(X).values
     np.testing.assert_array_equal(got, expected)
 
@@ -105,7 +107,7 @@ def test_out_of_memory_halves_the_chunk_then_names_it(data) -> None:
         return model(z)
 
     with pytest.raises(DeviceMemoryError, match="batch_size"):
-        fs.Explainer(hopeless, background, budget=30)(X)
+        fs.Explainer(hopeless, background, budget=30, method="leverage")(X)
 
 
 def test_keyboard_interrupt_is_not_swallowed(data) -> None:
@@ -119,7 +121,7 @@ def test_keyboard_interrupt_is_not_swallowed(data) -> None:
         return numpy_model(w)(z)
 
     with pytest.raises(KeyboardInterrupt):
-        fs.Explainer(interrupted, background, budget=30, batch_size=9)(X)
+        fs.Explainer(interrupted, background, budget=30, batch_size=9, method="leverage")(X)
 
 
 def test_predict_proba_with_logit_link_equals_decision_function() -> None:
@@ -148,15 +150,15 @@ def test_predict_proba_with_logit_link_equals_decision_function() -> None:
 def test_bad_model_options_are_named(data) -> None:
     background, X, w = data
     with pytest.raises(InvalidArgumentError, match="model_output"):
-        fs.Explainer(numpy_model(w), background, model_output="logits")
+        fs.Explainer(numpy_model(w), background, model_output="logits", method="leverage")
     with pytest.raises(InvalidTypeError, match="predict_proba"):
-        fs.Explainer(numpy_model(w), background, model_output="predict_proba")
+        fs.Explainer(numpy_model(w), background, model_output="predict_proba", method="leverage")
     with pytest.raises(InvalidArgumentError, match="link"):
-        fs.Explainer(numpy_model(w), background, link="probit")
+        fs.Explainer(numpy_model(w), background, link="probit", method="leverage")
     with pytest.raises(InvalidArgumentError, match="output_index"):
-        fs.Explainer(numpy_model(w), background, output_index=1, budget=16)(X)
+        fs.Explainer(numpy_model(w), background, output_index=1, budget=16, method="leverage")(X)
     with pytest.raises(InvalidArgumentError, match="logit"):
-        fs.Explainer(numpy_model(w), background, link="logit", budget=16)(X)
+        fs.Explainer(numpy_model(w), background, link="logit", budget=16, method="leverage")(X)
 
 
 @pytest.mark.torch
@@ -178,8 +180,8 @@ class TestTorch:
             with torch.no_grad():
                 return module(torch.from_numpy(z)).numpy()
 
-        expected = fs.Explainer(as_numpy, background, budget=40, seed=1)(X)
-        got = fs.Explainer(module, background, budget=40, seed=1)(X)
+        expected = fs.Explainer(as_numpy, background, budget=40, seed=1, method="leverage")(X)
+        got = fs.Explainer(module, background, budget=40, seed=1, method="leverage")(X)
         assert got.values.shape == (len(X), N, 2)
         np.testing.assert_allclose(got.values, expected.values, rtol=1e-9, atol=1e-12)
 
@@ -190,17 +192,17 @@ class TestTorch:
         def model(z):
             return torch.tanh(z @ weights) + z[:, 0] * z[:, 2]
 
-        expected = fs.Explainer(numpy_model(w), background, budget=40, seed=2)(X)
-        got = fs.Explainer(model, torch.from_numpy(background), budget=40, seed=2)(
-            torch.from_numpy(X)
-        )
+        expected = fs.Explainer(numpy_model(w), background, budget=40, seed=2, method="leverage")(X)
+        got = fs.Explainer(
+            model, torch.from_numpy(background), budget=40, seed=2, method="leverage"
+        )(torch.from_numpy(X))
         np.testing.assert_allclose(got.values, expected.values, rtol=1e-10, atol=1e-12)
         assert isinstance(got.data, np.ndarray)
 
     def test_float32_module(self, data) -> None:
         background, X, _ = data
         module = self.mlp().float()
-        got = fs.Explainer(module, background, budget=40, output_index=0)(X)
+        got = fs.Explainer(module, background, budget=40, output_index=0, method="leverage")(X)
         assert got.values.shape == (len(X), N) and np.isfinite(got.values).all()
 
 
@@ -209,10 +211,12 @@ def test_jax_arrays_match_numpy(data) -> None:
     jnp = pytest.importorskip("jax.numpy")
     jax.config.update("jax_enable_x64", True)
     background, X, w = data
-    expected = fs.Explainer(numpy_model(w), background, budget=40, seed=4)(X)
+    expected = fs.Explainer(numpy_model(w), background, budget=40, seed=4, method="leverage")(X)
 
     def model(z):
         return jnp.tanh(z @ w) + z[:, 0] * z[:, 2]
 
-    got = fs.Explainer(model, jnp.asarray(background), budget=40, seed=4)(jnp.asarray(X))
+    got = fs.Explainer(model, jnp.asarray(background), budget=40, seed=4, method="leverage")(
+        jnp.asarray(X)
+    )
     np.testing.assert_allclose(got.values, expected.values, rtol=1e-10, atol=1e-12)

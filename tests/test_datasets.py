@@ -24,7 +24,7 @@ def model(z: np.ndarray) -> np.ndarray:
 
 def make_explainer() -> fs.Explainer:
     background = np.random.default_rng(1).normal(size=(8, N))
-    return fs.Explainer(model, background, budget=24, seed=7)
+    return fs.Explainer(model, background, budget=24, seed=7, method="leverage")
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_parquet_streaming_matches_and_resumes_after_an_interruption(table, tmp_
         return model(z)
 
     background = np.random.default_rng(1).normal(size=(8, N))
-    interrupted = fs.Explainer(interrupting, background, budget=24, seed=7)
+    interrupted = fs.Explainer(interrupting, background, budget=24, seed=7, method="leverage")
     with pytest.raises(KeyboardInterrupt):
         explain_parquet(path, out, interrupted, COLUMNS, keys=["id"], chunk_size=40)
     # Two complete parts, and nothing half-written from the interrupted third chunk.
@@ -103,7 +103,9 @@ def test_proxyspex_rows_are_explained_one_by_one(table) -> None:
 
 
 def test_datasets_need_an_int_seed() -> None:
-    explainer = fs.Explainer(model, np.zeros((1, N)), seed=np.random.default_rng(0))
+    explainer = fs.Explainer(
+        model, np.zeros((1, N)), seed=np.random.default_rng(0), method="leverage"
+    )
     with pytest.raises(fs.InvalidArgumentError, match="seed"):
         frame_explainer(explainer, COLUMNS)
 
@@ -133,7 +135,7 @@ def crash_once_factory(marker: str):
                 os._exit(1)  # the actor process dies mid-batch
             return model(z)
 
-        return fs.Explainer(fragile, background, budget=24, seed=7)
+        return fs.Explainer(fragile, background, budget=24, seed=7, method="leverage")
 
     return factory
 

@@ -99,10 +99,10 @@ def test_multi_output_shapes_and_values(data, k: int) -> None:
     def model(z: np.ndarray) -> np.ndarray:
         return np.stack([(j + 1) * _model(z) + j * z[:, 0] for j in range(k)], axis=1)
 
-    ex = fs.Explainer(model, background, budget=40)(X)
+    ex = fs.Explainer(model, background, budget=40, method="leverage")(X)
     assert ex.values.shape == (4, 6, k)
     assert ex.base_values.shape == (4, k)
-    single = fs.Explainer(lambda z: model(z)[:, k - 1], background, budget=40)(X)
+    single = fs.Explainer(lambda z: model(z)[:, k - 1], background, budget=40, method="leverage")(X)
     # the same design explains every output: equal to the single-output run up to round-off
     np.testing.assert_allclose(ex.values[:, :, k - 1], single.values, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(ex.base_values[:, k - 1], single.base_values, rtol=1e-12)
@@ -115,7 +115,7 @@ def test_dataframes_give_feature_names(data) -> None:
     pd = pytest.importorskip("pandas")
     background, X = data
     names = [f"f{i}" for i in range(6)]
-    reference = fs.Explainer(_model, background, budget=40)(X)
+    reference = fs.Explainer(_model, background, budget=40, method="leverage")(X)
     for library, frame in (
         (pl.DataFrame, lambda a, columns: pl.DataFrame(a, schema=columns)),
         (pd.DataFrame, pd.DataFrame),
@@ -126,16 +126,18 @@ def test_dataframes_give_feature_names(data) -> None:
             received.append(z)
             return _model(np.asarray(z.to_numpy()))
 
-        ex = fs.Explainer(on_frames, frame(background, columns=names), budget=40)(
-            frame(X, columns=names)
-        )
+        ex = fs.Explainer(
+            on_frames, frame(background, columns=names), budget=40, method="leverage"
+        )(frame(X, columns=names))
         assert ex.feature_names == names
         np.testing.assert_array_equal(ex.values, reference.values)
         # numeric frames reach the model as frames of the same library, columns and dtype
         assert all(isinstance(z, library) and list(z.columns) == names for z in received)
     # names from X alone (the model then gets NumPy like the background), explicit names win
     assert (
-        fs.Explainer(_model, background, budget=40)(pl.DataFrame(X, schema=names)).feature_names
+        fs.Explainer(_model, background, budget=40, method="leverage")(
+            pl.DataFrame(X, schema=names)
+        ).feature_names
         == names
     )
     ex = fs.Explainer(
@@ -143,6 +145,7 @@ def test_dataframes_give_feature_names(data) -> None:
         pl.DataFrame(background, schema=names),
         budget=40,
         feature_names=list("abcdef"),
+        method="leverage",
     )(X)
     assert ex.feature_names == list("abcdef")
     assert reference.feature_names == [f"x{i}" for i in range(6)]
@@ -150,11 +153,13 @@ def test_dataframes_give_feature_names(data) -> None:
 
 def test_one_dimensional_x_is_one_row(data) -> None:
     background, X = data
-    ex = fs.Explainer(_model, background, budget=40)(X[0])
+    ex = fs.Explainer(_model, background, budget=40, method="leverage")(X[0])
     assert ex.values.shape == (1, 6) and ex.data.shape == (1, 6) and len(ex) == 1
     # one row or four with the same design: round-off apart (the solve sees more columns)
     np.testing.assert_allclose(
-        ex.values[0], fs.Explainer(_model, background, budget=40)(X).values[0], rtol=1e-12
+        ex.values[0],
+        fs.Explainer(_model, background, budget=40, method="leverage")(X).values[0],
+        rtol=1e-12,
     )
 
 
@@ -165,8 +170,10 @@ def test_float32_input_reaches_the_model_as_float32(data) -> None:
         assert z.dtype == np.float32
         return _model(z)
 
-    ex = fs.Explainer(model, background.astype(np.float32), budget=40)(X.astype(np.float32))
-    reference = fs.Explainer(_model, background, budget=40)(X)
+    ex = fs.Explainer(model, background.astype(np.float32), budget=40, method="leverage")(
+        X.astype(np.float32)
+    )
+    reference = fs.Explainer(_model, background, budget=40, method="leverage")(X)
     assert ex.data.dtype == np.float32 and ex.values.dtype == np.float64
     # float32 inputs and outputs carry ~1e-7 relative rounding into each value
     np.testing.assert_allclose(ex.values, reference.values, rtol=1e-4, atol=1e-5)
@@ -175,13 +182,15 @@ def test_float32_input_reaches_the_model_as_float32(data) -> None:
 def test_to_polars(data) -> None:
     pytest.importorskip("polars")
     background, X = data
-    ex = fs.Explainer(_model, background, budget=40)(X)
+    ex = fs.Explainer(_model, background, budget=40, method="leverage")(X)
     df = ex.to_polars()
     assert df.columns == [*ex.feature_names, "base_value"] and df.height == 4
     np.testing.assert_array_equal(df.select(ex.feature_names).to_numpy(), ex.values)
     np.testing.assert_array_equal(df["base_value"].to_numpy(), ex.base_values)
 
-    multi = fs.Explainer(lambda z: np.stack([_model(z), -_model(z)], 1), background, budget=40)(X)
+    multi = fs.Explainer(
+        lambda z: np.stack([_model(z), -_model(z)], 1), background, budget=40, method="leverage"
+    )(X)
     long = multi.to_polars()
     assert long.columns == ["output", *multi.feature_names, "base_value"] and long.height == 8
     assert long["output"].to_list() == [0, 1] * 4
@@ -193,7 +202,7 @@ def test_to_polars(data) -> None:
 def test_to_shap(data) -> None:
     shap = pytest.importorskip("shap")
     background, X = data
-    ex = fs.Explainer(_model, background, budget=40)(X)
+    ex = fs.Explainer(_model, background, budget=40, method="leverage")(X)
     sv = ex.to_shap()
     assert isinstance(sv, shap.Explanation)
     np.testing.assert_array_equal(sv.values, ex.values)
@@ -210,13 +219,13 @@ def test_memory_cap_and_batch_size_do_not_change_results(data) -> None:
         calls.append(len(z))
         return _model(z)
 
-    large = fs.Explainer(model, background, budget=40)(X)
+    large = fs.Explainer(model, background, budget=40, method="leverage")(X)
     assert calls[1:] == [40 * 4 * 30]  # one call for all rows and coalitions (after the probe)
     calls.clear()
-    tiny = fs.Explainer(model, background, budget=40, max_bytes=1)(X)
+    tiny = fs.Explainer(model, background, budget=40, max_bytes=1, method="leverage")(X)
     assert calls[1:] == [30] * (40 * 4)  # one coalition per call
     calls.clear()
-    batched = fs.Explainer(model, background, budget=40, batch_size=100)(X)
+    batched = fs.Explainer(model, background, budget=40, batch_size=100, method="leverage")(X)
     assert max(calls[1:]) == 90  # whole coalitions of 30 background rows per call
     # the model sees the same rows in every case: identical results
     np.testing.assert_array_equal(tiny.values, large.values)
@@ -226,23 +235,27 @@ def test_memory_cap_and_batch_size_do_not_change_results(data) -> None:
 def test_progress_bar(data, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("tqdm")
     background, X = data
-    ex = fs.Explainer(_model, background, budget=40, progress=True, max_bytes=10_000)(X)
+    ex = fs.Explainer(
+        _model, background, budget=40, progress=True, max_bytes=10_000, method="leverage"
+    )(X)
     assert "160/160" in capsys.readouterr().err  # 40 coalitions x 4 rows
-    np.testing.assert_array_equal(ex.values, fs.Explainer(_model, background, budget=40)(X).values)
+    np.testing.assert_array_equal(
+        ex.values, fs.Explainer(_model, background, budget=40, method="leverage")(X).values
+    )
 
 
 def test_progress_without_tqdm_says_how_to_install(data, monkeypatch) -> None:
     background, X = data
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)
     with pytest.raises(ImportError, match="pip install tqdm"):
-        fs.Explainer(_model, background, budget=40, progress=True)(X)
+        fs.Explainer(_model, background, budget=40, progress=True, method="leverage")(X)
 
 
 def test_objects_with_predict_are_called_through_predict(data) -> None:
     linear_model = pytest.importorskip("sklearn.linear_model")
     background, X = data
     model = linear_model.LinearRegression().fit(background, _model(background))
-    ex = fs.Explainer(model, background, budget=40)(X)
+    ex = fs.Explainer(model, background, budget=40, method="leverage")(X)
     # additive model: exact up to round-off
     np.testing.assert_allclose(ex.values, model.coef_ * (X - background.mean(0)), atol=1e-9)
 
@@ -258,5 +271,7 @@ def test_explanation_metadata(data) -> None:
 
 def test_generator_seed_gives_fresh_designs_per_call(data) -> None:
     background, X = data
-    explainer = fs.Explainer(_model, background, budget=40, seed=np.random.default_rng(0))
+    explainer = fs.Explainer(
+        _model, background, budget=40, seed=np.random.default_rng(0), method="leverage"
+    )
     assert not np.array_equal(explainer(X).values, explainer(X).values)

@@ -68,7 +68,9 @@ def check(device: str, quick: bool) -> None:
         batch_sizes.append(len(z))
         return model(z)
 
-    explainer = fs.Explainer(recorded, background.to(device), budget=budget, seed=0)
+    explainer = fs.Explainer(
+        recorded, background.to(device), budget=budget, seed=0, method="leverage"
+    )
     explainer(X.to(device))  # warm-up (kernels, allocator)
     batch_sizes.clear()
     synchronize(device)

@@ -19,8 +19,9 @@ Raw games take boolean coalition masks ``[k, n]``:
 array([4., 4., 4., 4.])
 """
 
-from ferroshap import maskers
-from ferroshap._core import METHODS, __version__
+from ferroshap import _core, maskers
+from ferroshap._core import __version__
+from ferroshap.auto import AUTO
 from ferroshap.errors import (
     DeviceMemoryError,
     FerroshapError,
@@ -33,6 +34,9 @@ from ferroshap.interactions import INDICES, Interactions, exact_interactions
 from ferroshap.proxy_adjusted import PROXY_METHODS
 from ferroshap.proxyspex import ProxySPEX
 from ferroshap.sketch import FourierSketch, SequenceInteractions
+
+METHODS: list[str] = [AUTO, *_core.METHODS]
+"""Every sampling method name: ``"auto"`` (the default) and the compiled core's methods."""
 
 __all__ = [
     "INDICES",

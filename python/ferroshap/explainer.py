@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
+from ferroshap.auto import AUTO, resolve
 from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
@@ -20,7 +21,7 @@ from ferroshap.frames import Table, frame_model, read_rows_like, read_table
 from ferroshap.games import LINKS, RawGame, TabularGame
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.models import resolve_model
-from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit, resolve
+from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit
 from ferroshap.query import QueryOptions
 from ferroshap.validation import (
     Seed,
@@ -74,7 +75,10 @@ class Explainer:
         datetime columns are masked like numbers, cell by cell. A single row gives the
         single-baseline game.
     method
-        One of :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
+        ``"auto"`` (the default): the most accurate estimator we have for this number of
+        features and budget, chosen by a fixed rule (:func:`ferroshap.auto.choose`, described in
+        ``docs/auto.md``); :attr:`Explanation.estimator` names what ran. Or one of
+        :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
         ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
         ignores ``budget``, at most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features); or one
         of :data:`ferroshap.PROXY_METHODS`: ``"proxy-leverage"`` (LeverageSHAP adjusted by a
@@ -84,7 +88,8 @@ class Explainer:
     budget
         Distinct coalitions evaluated per row, ∅ and the grand coalition included; at least 2,
         and at least ``2 n`` for ``"permutation"``. With ``paired=True`` an odd budget is rounded
-        down. ``budget >= 2**n`` computes exact values by enumeration, with a ``UserWarning``.
+        down. ``budget >= 2**n`` computes exact values by enumeration, with a ``UserWarning``
+        (none for ``"auto"``, which then chooses enumeration).
     paired
         Sample coalitions together with their complements.
     seed
@@ -155,7 +160,7 @@ class Explainer:
         model: Any,
         background: Any,
         *,
-        method: str = "leverage",
+        method: str = AUTO,
         budget: int = 2048,
         seed: Seed = 0,
         batch_size: int | None = None,
@@ -196,8 +201,8 @@ class Explainer:
         self.method = method
         self.budget = _check_budget(budget, method, n)
         self.cross_fit = check_cross_fit(cross_fit, method)
-        self._planned, self._proxy = resolve(method, n, self.budget)
         self.paired = bool(paired)
+        self._recipe = resolve(method, n, self.budget, self.paired, int(self._background.shape[0]))
         self.seed = check_seed(seed)
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.per_row_design = bool(per_row_design)
@@ -279,7 +284,7 @@ class Explainer:
         memory.check(
             "Explainer",
             memory.sampling_estimate(
-                self._planned,
+                self._recipe.planned,
                 n,
                 self.budget,
                 rows=rows,
@@ -293,7 +298,9 @@ class Explainer:
         )
         seed = draw_seed(self.seed)
         streams = range(1, rows + 1) if self.per_row_design else [0]
-        designs = _plan(self._planned, n, self.budget, seed, self.paired, streams)
+        designs = _plan(
+            self._recipe.planned, n, self.budget, seed, self.paired, streams, self.method != AUTO
+        )
         if self.per_row_design:
             masks = [_expand(design.masks(), self.groups) for design in designs]
             sizes = [len(m) for m in masks]
@@ -301,7 +308,7 @@ class Explainer:
             per_design = np.split(values, np.cumsum(sizes)[:-1])
         else:
             per_design = [game.evaluate(_expand(designs[0].masks(), self.groups))]
-        phi = np.stack(_estimate(designs, per_design, self._proxy, self.cross_fit))
+        phi = np.stack(_estimate(designs, per_design, self._recipe.proxy, self.cross_fit))
         k = int(np.prod(game.output_shape, dtype=np.int64))
         phi = np.ascontiguousarray(phi.reshape(rows, k, n).transpose(0, 2, 1))  # [rows, n, k]
         return Explanation(
@@ -314,6 +321,7 @@ class Explainer:
             n_evaluations=max(design.n_coalitions for design in designs),
             method=self.method,
             budget=self.budget,
+            estimator="exact" if designs[0].exact else self._recipe.name,
         )
 
 
@@ -324,7 +332,7 @@ def shapley_values(
     game: Callable[[np.ndarray], Any],
     n_players: int,
     *,
-    method: str = "leverage",
+    method: str = AUTO,
     budget: int = 2048,
     seed: Seed = 0,
     batch_size: int | None = None,
@@ -374,12 +382,14 @@ def shapley_values(
     _check_method(method, n)
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
-    planned, proxy = resolve(method, n, budget)
-    estimate = memory.sampling_estimate(planned, n, budget, max_bytes=None)
+    recipe = resolve(method, n, budget, bool(paired))
+    estimate = memory.sampling_estimate(recipe.planned, n, budget, max_bytes=None)
     memory.check("shapley_values", estimate, max_memory, n=n, budget=budget)
-    (design,) = _plan(planned, n, budget, draw_seed(check_seed(seed)), bool(paired), [0])
+    seed = draw_seed(check_seed(seed))
+    (design,) = _plan(recipe.planned, n, budget, seed, bool(paired), [0], method != AUTO)
     raw = RawGame(game, n_features, options=options)
-    (phi,) = _estimate([design], [raw.evaluate(_expand(design.masks(), grouped))], proxy, cross_fit)
+    masks = _expand(design.masks(), grouped)
+    (phi,) = _estimate([design], [raw.evaluate(masks)], recipe.proxy, cross_fit)
     return phi if raw.output_shape else phi[0]
 
 
@@ -389,7 +399,7 @@ def _expand(masks: np.ndarray, groups: Groups | None) -> np.ndarray:
 
 
 def _check_method(method: str, n: int) -> None:
-    valid = [*_core.METHODS, *PROXY_METHODS]
+    valid = [AUTO, *_core.METHODS, *PROXY_METHODS]
     if method not in valid:
         raise InvalidArgumentError(
             f"method must be one of {', '.join(map(repr, valid))}; got {method!r}"
@@ -411,11 +421,18 @@ def _check_budget(budget: Any, method: str, n: int) -> int:
 
 
 def _plan(
-    method: str, n: int, budget: int, seed: int, paired: bool, streams: Sequence[int]
+    method: str,
+    n: int,
+    budget: int,
+    seed: int,
+    paired: bool,
+    streams: Sequence[int],
+    warn: bool = True,
 ) -> list[_core.Design]:
-    """Plan one design per stream; warn once if the budget made them exact."""
+    """Plan one design per stream; warn once (if ``warn``: not for ``"auto"``, which chooses
+    enumeration knowingly) if the budget made them exact."""
     designs = [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
-    if any(design.exact_fallback for design in designs):
+    if warn and any(design.exact_fallback for design in designs):
         warnings.warn(
             f"budget ≥ 2^n (budget={budget}, n={n}): computing exact Shapley values by enumeration",
             UserWarning,

@@ -31,9 +31,13 @@ class Explanation:
         Distinct coalitions the model was evaluated on per row, ∅ and the grand coalition
         included (with per-row designs, the largest over rows).
     method : str
-        The requested estimation method.
+        The requested estimation method (``"auto"`` stays ``"auto"``).
     budget : int
         The requested budget.
+    estimator : str
+        The estimator that ran: the method itself (``"exact"`` when the budget covered every
+        coalition, ``"leverage"`` when a proxy method fell back to it), or for
+        ``method="auto"`` the recipe it chose (a name of :data:`ferroshap.auto.RECIPES`).
     groups : dict[str, list[str]] or None
         With ``groups=``: each player's name and its columns (``feature_names`` then names the
         players, and ``values`` has one column per player).
@@ -59,6 +63,7 @@ class Explanation:
     n_evaluations: int
     method: str
     budget: int
+    estimator: str
     groups: dict[str, list[str]] | None = None
     frame: Any = None
 
@@ -70,7 +75,8 @@ class Explanation:
         outputs = f", outputs={self.values.shape[2]}" if self.values.ndim == 3 else ""
         return (
             f"Explanation(rows={len(self)}, features={len(self.feature_names)}{outputs}, "
-            f"method={self.method!r}, budget={self.budget}, n_evaluations={self.n_evaluations})"
+            f"method={self.method!r}, estimator={self.estimator!r}, budget={self.budget}, "
+            f"n_evaluations={self.n_evaluations})"
         )
 
     def to_shap(self) -> Any:

@@ -12,6 +12,9 @@ Shapley values come from its trees through the compiled tree -> Fourier path
     ``l(S) = v(empty) + sum_{i in S} LS(v)_i``. Paired LS is exact on games of Moebius order
     two or less, so only odd Fourier content of order three or more of ``f`` changes the
     estimate.
+``"odd-sparse"`` (:data:`ODD_SPARSE`, chosen by ``method="auto"`` only)
+    As ``"proxy-leverage"``, with ``f`` the least-squares refit of the odd part on the proxy's
+    largest odd Fourier terms (:func:`ferroshap.odd_sparse.refit_odd`).
 ``"tree-msr"``
     Tree MSR (Witter, Liu, Musco 2025) as published: ``f`` fitted to ``v`` on the same samples,
     plus the Horvitz-Thompson (maximum sample reuse) estimate of the residual game with the
@@ -33,11 +36,25 @@ import numpy as np
 
 from ferroshap import _core
 from ferroshap.errors import InvalidArgumentError
+from ferroshap.odd_sparse import refit_odd
 from ferroshap.validation import check_int
 
-__all__ = ["MIN_PAIRS", "PROXY_METHODS", "PROXY_PARAMS", "PROXY_ROUNDS", "adjust", "resolve"]
+__all__ = [
+    "MIN_PAIRS",
+    "ODD_SPARSE",
+    "PROXY_METHODS",
+    "PROXY_PARAMS",
+    "PROXY_ROUNDS",
+    "adjust",
+    "resolve",
+]
 
 PROXY_METHODS = ("proxy-leverage", "tree-msr")
+
+ODD_SPARSE = "odd-sparse"
+"""The adjustment of :mod:`ferroshap.odd_sparse` (used by ``method="auto"``): like
+``"proxy-leverage"``, with the proxy replaced by a least-squares refit of the odd part on the
+proxy's largest odd Fourier terms."""
 """Methods that adjust a LeverageSHAP design with a LightGBM proxy (not planned by the core)."""
 
 PROXY_PARAMS: dict[str, Any] = {
@@ -126,8 +143,9 @@ def adjust(
     phi: np.ndarray,
     cross_fit: int | None = None,
 ) -> np.ndarray:
-    """Proxy-adjusted Shapley values ``[R, n]`` from a leverage design's values ``[m, R]`` and its
-    LeverageSHAP estimate ``phi`` ``[R, n]``; exact designs are returned unchanged.
+    """Proxy-adjusted Shapley values ``[R, n]`` from a regression design's values ``[m, R]`` and
+    its estimate ``phi`` ``[R, n]``; exact designs are returned unchanged. ``method`` is one of
+    :data:`PROXY_METHODS` or :data:`ODD_SPARSE`.
 
     Each row of the result sums to ``v(N) - v(empty)`` (rounding corrected).
 
@@ -144,15 +162,19 @@ def adjust(
         return phi
     masks = design.masks()
     n = masks.shape[1]
-    complement = _complements(masks)
+    complement = complements(masks)
     v0, v1 = values[0], values[1]
-    if method == "proxy-leverage":
-        residual = values - v0 - masks @ phi.T
-        odd = np.where(complement[:, None] >= 0, (residual - residual[complement]) / 2, residual)
+    if method in ("proxy-leverage", ODD_SPARSE):
+        odd = odd_residual(masks, complement, values, phi)
+        one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
 
         def proxy(j: int) -> tuple[np.ndarray, np.ndarray]:
-            booster = _fit(masks, odd[:, j])
-            return _tree_shapley(booster, n), _predict(booster, masks)
+            booster = fit_proxy(masks, odd[:, j])
+            if method == "proxy-leverage":
+                return _tree_shapley(booster, n), predict_proxy(booster, masks)
+            spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
+            surrogate = refit_odd(spectrum, masks, odd[:, j], one_per_pair)
+            return surrogate.shapley_values(), surrogate.evaluate(masks)
 
         # One proxy per row and output, fitted in threads (LightGBM and the tree reader release
         # the GIL); each fit is single-threaded and seeded, so the order of completion does not
@@ -167,9 +189,23 @@ def adjust(
             [_tree_msr(masks, values[:, j], folds, weights) for j in range(values.shape[1])]
         )
     else:
-        raise InvalidArgumentError(f"method must be one of {PROXY_METHODS}; got {method!r}")
+        valid = (*PROXY_METHODS, ODD_SPARSE)
+        raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
     out += ((v1 - v0) - out.sum(axis=1))[:, None] / n
     return out
+
+
+def odd_residual(
+    masks: np.ndarray, complement: np.ndarray, values: np.ndarray, phi: np.ndarray
+) -> np.ndarray:
+    """The residual ``r = v - v(empty) - <S, phi>`` of each column ``[m, R]``, replaced by its
+    odd part ``(r(S) - r(N minus S)) / 2`` where the complement was sampled.
+
+    Only the odd part of a game carries its Shapley values beyond the additive term, so a proxy
+    fitted to it is not distracted by the even part (which pairing cancels anyway).
+    """
+    residual = values - values[0] - masks @ phi.T
+    return np.where(complement[:, None] >= 0, (residual - residual[complement]) / 2, residual)
 
 
 def _tree_msr(
@@ -185,11 +221,11 @@ def _tree_msr(
         held_out = folds == fold
         # The empty and grand coalitions (fold -1) are in every fit.
         train = ~held_out if k > 1 else np.ones(len(v), dtype=bool)
-        booster = _fit(masks[train], v[train])
+        booster = fit_proxy(masks[train], v[train])
         phi += _tree_shapley(booster, n) / k
-        edges = v[:2] - _predict(booster, masks[:2])
+        edges = v[:2] - predict_proxy(booster, masks[:2])
         phi += (edges[1] - edges[0]) / (n * k)
-        residual[held_out] = v[held_out] - _predict(booster, masks[held_out]) - edges[0]
+        residual[held_out] = v[held_out] - predict_proxy(booster, masks[held_out]) - edges[0]
     return phi + residual[2:] @ weights
 
 
@@ -217,13 +253,13 @@ def _folds(complement: np.ndarray, k: int, seed: int, stream: int) -> np.ndarray
     return folds
 
 
-def _complements(masks: np.ndarray) -> np.ndarray:
+def complements(masks: np.ndarray) -> np.ndarray:
     """Row of each coalition's complement in ``masks``, ``-1`` where it was not sampled."""
     rows = {key.tobytes(): j for j, key in enumerate(np.packbits(masks, axis=1))}
     return np.array([rows.get(key.tobytes(), -1) for key in np.packbits(~masks, axis=1)])
 
 
-def _fit(masks: np.ndarray, target: np.ndarray) -> Any:
+def fit_proxy(masks: np.ndarray, target: np.ndarray) -> Any:
     try:
         import lightgbm as lgb
     except ImportError as err:
@@ -234,7 +270,7 @@ def _fit(masks: np.ndarray, target: np.ndarray) -> Any:
     return lgb.train(PROXY_PARAMS, data, num_boost_round=PROXY_ROUNDS)
 
 
-def _predict(booster: Any, masks: np.ndarray) -> np.ndarray:
+def predict_proxy(booster: Any, masks: np.ndarray) -> np.ndarray:
     return np.asarray(booster.predict(masks.astype(np.float64)), dtype=np.float64)
 
 

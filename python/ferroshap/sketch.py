@@ -281,6 +281,7 @@ class FourierSketch:
             n_evaluations=0,
             method="fourier-sketch",
             budget=int(self.info.get("budget", 0)),
+            estimator="fourier-sketch",
         )
 
     def interactions(

@@ -1,0 +1,229 @@
+"""``method="auto"``: its rule, its exactness, its accuracy against ``leverage``, bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ferroshap as fs
+from conftest import Soum, all_masks
+from ferroshap import auto
+from ferroshap.proxy_adjusted import minimum_budget
+
+
+def order_two_game(n: int, seed: int = 0):
+    """``v(S) = <w, S> + sum_{i<j} A_ij [i, j in S]``: Moebius order two, so every recipe of
+    ``auto`` (paired regression, proxy adjustments of the odd part) is exact on it."""
+    rng = np.random.default_rng(seed)
+    w, A = rng.normal(size=n), np.triu(rng.normal(size=(n, n)), 1)
+    phi = w + (A.sum(0) + A.sum(1)) / 2
+    return (lambda m: m @ w + np.einsum("ki,ij,kj->k", m * 1.0, A, m * 1.0)), phi
+
+
+# -- the rule -----------------------------------------------------------------------------------
+
+
+def test_auto_is_the_default_and_a_listed_method() -> None:
+    assert fs.METHODS[0] == "auto"
+    assert "auto" in fs.METHODS and "leverage" in fs.METHODS
+    ex = fs.Explainer(lambda z: z.sum(1), np.zeros((1, 3)))(np.ones((2, 3)))
+    assert (ex.method, ex.estimator) == ("auto", "exact")
+
+
+@pytest.mark.parametrize("n", [3, 10, 16])
+def test_exact_exactly_from_two_to_the_n(n: int) -> None:
+    assert auto.choose(n, 2**n).name == "exact"
+    assert auto.choose(n, 2**n - 1).name != "exact"
+
+
+@pytest.mark.parametrize("n", [5, 10, auto.BORDER_MAX_PLAYERS])
+def test_kernel_wor_for_small_budgets_at_small_n(n: int) -> None:
+    budget = auto.BORDER_FACTOR * n
+    if budget < 2**n:
+        assert auto.choose(n, budget - 1).name == "kernel-wor"
+        assert auto.choose(n, budget).name != "kernel-wor"
+    n_large = auto.BORDER_MAX_PLAYERS + 1
+    assert auto.choose(n_large, auto.BORDER_FACTOR * n_large - 1).name == "proxy-leverage"
+
+
+def test_leverage_below_the_proxy_minimum() -> None:
+    n = 30
+    assert auto.choose(n, minimum_budget(n) - 1).name == "leverage"
+    assert auto.choose(n, minimum_budget(n)).name == "proxy-leverage"
+
+
+@pytest.mark.parametrize(
+    ("n_background", "factor"),
+    [
+        (None, auto.ODD_SPARSE_FACTOR),
+        (50, auto.ODD_SPARSE_FACTOR),
+        (1, auto.SINGLE_BASELINE_FACTOR),
+    ],
+)
+def test_odd_sparse_from_its_factor_on(n_background: int | None, factor: int) -> None:
+    n = 30
+    assert auto.choose(n, factor * n, n_background=n_background).name == "odd-sparse"
+    assert auto.choose(n, factor * n - 1, n_background=n_background).name == "proxy-leverage"
+    unpaired = auto.choose(n, factor * n, paired=False, n_background=n_background)
+    assert unpaired.name == "proxy-leverage"
+
+
+def test_the_rule_is_a_function_of_its_arguments_only() -> None:
+    picks = {auto.choose(n, b).name for n in (5, 30, 100) for b in (60, 600, 6000)}
+    assert picks <= set(auto.RECIPES)
+    assert auto.choose(30, 600) == auto.choose(30, 600)
+
+
+# -- exact where its ingredients are ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "budget", "recipe"),
+    [
+        (12, 60, "kernel-wor"),
+        (30, 100, "leverage"),
+        (12, 200, "proxy-leverage"),
+        (12, 600, "odd-sparse"),
+    ],
+)
+def test_auto_is_exact_on_order_two_games_with_every_recipe(
+    n: int, budget: int, recipe: str
+) -> None:
+    assert auto.choose(n, budget).name == recipe
+    game, phi = order_two_game(n)
+    assert np.allclose(fs.shapley_values(game, n, budget=budget, seed=1), phi, atol=1e-8)
+
+
+def test_auto_enumerates_without_a_warning_when_the_budget_covers_every_coalition() -> None:
+    game = Soum(8, 20, 4, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        phi = fs.shapley_values(game, 8, budget=256)
+    assert np.allclose(phi, game.shapley)
+    with pytest.warns(UserWarning, match="budget ≥ 2\\^n"):
+        fs.shapley_values(game, 8, method="leverage", budget=256)
+
+
+def test_one_player_is_exact_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ex = fs.Explainer(lambda z: 3.0 * z[:, 0], np.zeros((4, 1)), budget=2)(np.ones((2, 1)))
+        phi = fs.shapley_values(lambda m: 2.0 * m[:, 0], 1, budget=2)
+    assert ex.estimator == "exact" and np.allclose(ex.values, 3.0) and np.allclose(phi, [2.0])
+
+
+# -- accuracy against leverage and reproducibility ----------------------------------------------
+
+
+def _tabulated(predict, n: int, n_background: int, seed: int = 0):
+    """A model's interventional games of 4 rows on every coalition, as a lookup, and their
+    exact values."""
+    rng = np.random.default_rng(seed)
+    background, rows = rng.normal(size=(n_background, n)), rng.normal(size=(4, n))
+    table = fs.explainer.TabularGame(predict, background, rows).evaluate(all_masks(n))
+    powers = 1 << np.arange(n)
+
+    def game(m):
+        return table[m.astype(np.int64) @ powers]
+
+    return game, fs.shapley_values(game, n, method="exact")
+
+
+def _models(n: int):
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.neural_network import MLPRegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, n))
+    y = np.sin(X[:, 0] * X[:, 1]) + X[:, 2] * X[:, 3] * X[:, 4] + np.abs(X[:, 5]) + X[:, 6:].sum(1)
+    forest = RandomForestRegressor(n_estimators=20, max_depth=6, random_state=0).fit(X, y)
+    mlp = MLPRegressor(hidden_layer_sizes=(32, 32), max_iter=500, random_state=0).fit(X, y)
+    return {"forest": forest.predict, "mlp": mlp.predict}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("model", ["forest", "mlp"])
+def test_auto_is_not_worse_than_leverage(model: str) -> None:
+    n = 10
+    game, exact = _tabulated(_models(n)[model], n, n_background=10)
+
+    def error(method: str, budget: int) -> float:
+        """Squared error relative to the values' squared norm, summed over 5 seeds."""
+        total = 0.0
+        for seed in range(5):
+            phi = fs.shapley_values(game, n, method=method, budget=budget, seed=seed)
+            total += float(np.sum((phi - exact) ** 2) / np.sum(exact**2))
+        return total
+
+    for budget in (50, 500):  # kernel-wor, odd-sparse (proxy-leverage: test_proxy_adjusted)
+        assert error("auto", budget) <= 1.05 * error("leverage", budget), budget
+
+
+def test_auto_is_reproducible_bit_for_bit() -> None:
+    n = 20
+    game = Soum(n, 40, 4, seed=3)
+    for budget in (100, 400, 1000):
+        first = fs.shapley_values(game, n, budget=budget, seed=7)
+        again = fs.shapley_values(game, n, budget=budget, seed=7)
+        assert np.array_equal(first, again)
+        assert np.isclose(first.sum(), game.shapley.sum())  # efficiency
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+def test_a_small_budget_picks_leverage_and_says_so() -> None:
+    n = 30
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ex = fs.Explainer(lambda z: np.tanh(z).sum(1), rng.normal(size=(5, n)), budget=64)(
+            rng.normal(size=(2, n))
+        )
+    assert (ex.method, ex.estimator) == ("auto", "leverage")
+
+
+def test_every_output_of_a_k_output_model_is_explained() -> None:
+    n = 10
+    rng = np.random.default_rng(0)
+    weights = rng.normal(size=(n, 3))
+
+    def model(z: np.ndarray) -> np.ndarray:
+        return np.tanh(z @ weights) + z[:, :1] * z[:, 1:2] * z[:, 2:3]
+
+    background, X = rng.normal(size=(8, n)), rng.normal(size=(2, n))
+    ex = fs.Explainer(model, background, budget=400, seed=0)(X)
+    exact = fs.Explainer(model, background, method="exact")(X)
+    assert ex.estimator == "odd-sparse" and ex.values.shape == (2, n, 3)
+    assert np.allclose(ex.values.sum(1), exact.values.sum(1))
+    assert np.sum((ex.values - exact.values) ** 2) < 1e-3 * np.sum(exact.values**2)
+    # Each output is fitted on its own: explaining one output alone gives the same values.
+    single = fs.Explainer(model, background, budget=400, seed=0, output_index=2)(X)
+    assert np.allclose(ex.values[:, :, 2], single.values)
+
+
+@pytest.mark.parametrize(
+    ("paired", "per_row_design", "expected"),
+    [(False, False, "proxy-leverage"), (True, True, "odd-sparse"), (False, True, "proxy-leverage")],
+)
+def test_unpaired_and_per_row_designs_are_honoured(
+    paired: bool, per_row_design: bool, expected: str
+) -> None:
+    n = 12
+    game, _ = order_two_game(n, seed=2)
+    rng = np.random.default_rng(0)
+    background, X = rng.normal(size=(1, n)) > 0, rng.normal(size=(3, n)) > 0
+    # A 0/1 model of Moebius order two gives coalition games of order two: paired designs are
+    # exact on them, unpaired ones close.
+    explain = {"budget": 400, "paired": paired, "per_row_design": per_row_design, "seed": 0}
+    ex = fs.Explainer(game, background * 1.0, **explain)(X * 1.0)
+    exact = fs.Explainer(game, background * 1.0, method="exact")(X * 1.0).values
+    assert ex.estimator == expected
+    error = np.sum((ex.values - exact) ** 2) / np.sum(exact**2)
+    assert error < (1e-20 if paired else 1e-2)
+    assert np.allclose(ex.values.sum(1), exact.sum(1))
+    if per_row_design:  # independent designs per row: not those of the shared design
+        shared = fs.Explainer(game, background * 1.0, budget=400, paired=paired, seed=0)
+        assert not np.array_equal(shared(X * 1.0).values, ex.values) or paired
