@@ -48,7 +48,7 @@ def test_bench_help_lists_every_game_method_and_peer_with_defaults(capsys) -> No
     ("argv", "message"),
     [
         (["--games", "soum,nope"], "unknown game(s) 'nope'; valid: soum"),
-        (["--methods", "leverage,nope"], "unknown method or peer 'nope'; valid: kernel"),
+        (["--methods", "leverage,nope"], "unknown method or peer 'nope'; valid: auto, kernel"),
         (["--budgets", "128,abc"], "integers >= 2, got 'abc'"),
         (["--budgets", "1"], "integers >= 2, got '1'"),
         (["--budgets", "2.5"], "got '2.5'"),
@@ -82,7 +82,7 @@ def test_missing_peer_and_tree_truth_are_skipped_with_the_reason(monkeypatch, ca
     code = main([*argv, "--budgets", "64", "--seeds", "1", "--quick"])
     assert code == 0
     out = capsys.readouterr().out
-    assert "skipped shap-kernel: shap is not installed (pip install shap)" in out
+    assert "skipped shap-kernel: needs shap>=0.54 (not installed" in out
     assert "skipped game lightgbm: needs shap (pip install shap)" in out
     assert "leverage" in out
 
