@@ -4,9 +4,10 @@ A scikit-learn ``Pipeline`` (``ColumnTransformer`` by column name: ``OneHotEncod
 string columns, ``StandardScaler`` on two numbers, then ``LogisticRegression``) is explained by
 ``fs.Explainer`` from pandas and from polars frames (two string columns and eight numbers, so
 the budget samples rather than enumerates): 50 background rows, 8 explained rows,
-``budget=512`` (about 200 000 model rows). The engine's own time is the call's wall time minus
-the model replayed alone on the very frames it received; the target is at most 20 % of the
-model's time. Each figure is the median of ``--repeats`` runs.
+``budget=512`` (about 200 000 model rows), ``method="leverage"`` (the masking path, without a
+proxy fit). The engine's own time is ``ferroshap.bench.timing.engine_time``: the call's wall time
+minus the model replayed alone on the very frames it received, median over ``--repeats``
+interleaved rounds (at least 5); the target is at most 20 % of the model's time.
 
 Run: ``python benches/bench_frames.py [--repeats 5]``.
 """
@@ -14,9 +15,6 @@ Run: ``python benches/bench_frames.py [--repeats 5]``.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +25,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import ferroshap as fs
+from ferroshap.bench.timing import MIN_ROUNDS, engine_time
 
 N_NUMBERS = 8
 """Number columns beside the two strings: 10 features, so budget 512 < 2**10 samples."""
@@ -47,32 +46,9 @@ def people(rows: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
     return frame, label.to_numpy().astype(int)
 
 
-class Recording:
-    """The pipeline's ``predict_proba``, keeping every frame it was called on."""
-
-    def __init__(self, model: Any) -> None:
-        self.model, self.frames = model, []
-
-    def __call__(self, frame: Any) -> np.ndarray:
-        self.frames.append(frame)
-        return self.model.predict_proba(frame)
-
-
-def one_run(model: Any, background: Any, X: Any, budget: int) -> tuple[float, float]:
-    """(wall time of the explanation, time of the model alone on the same frames)."""
-    recording = Recording(model)
-    start = time.perf_counter()
-    fs.Explainer(recording, background, budget=budget)(X)
-    wall = time.perf_counter() - start
-    start = time.perf_counter()
-    for frame in recording.frames:
-        model.predict_proba(frame)
-    return wall, time.perf_counter() - start
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=MIN_ROUNDS)
     parser.add_argument("--budget", type=int, default=512)
     args = parser.parse_args()
     frame, label = people(2000, 0)
@@ -87,13 +63,15 @@ def main() -> None:
     ).fit(frame, label)
     background, X = frame.iloc[:50].reset_index(drop=True), frame.iloc[50:58]
     for library, convert in (("pandas", lambda f: f), ("polars", pl.from_pandas)):
-        runs = [
-            one_run(model, convert(background), convert(X), args.budget)
-            for _ in range(args.repeats)
-        ]
-        wall = statistics.median(w for w, _ in runs)
-        alone = statistics.median(m for _, m in runs)
-        engine = statistics.median(w - m for w, m in runs)
+        bg, rows = convert(background), convert(X)
+        timing = engine_time(
+            lambda f, bg=bg, rows=rows: fs.Explainer(
+                f, bg, budget=args.budget, method="leverage", model_output="call"
+            )(rows),
+            model.predict_proba,
+            args.repeats,
+        )
+        wall, alone, engine = timing["wall_s"], timing["model_s"], timing["engine_s"]
         print(
             f"{library}: wall {wall * 1e3:.1f} ms, model alone {alone * 1e3:.1f} ms, "
             f"engine {engine * 1e3:.1f} ms = {100 * engine / alone:.1f} % of the model"

@@ -90,7 +90,8 @@ class TimedModel:
 
 
 class BatchRecorder:
-    """Wraps a model and records the batches it is called with, for :func:`model_seconds`.
+    """Wraps a model and records the batches (NumPy arrays or frames) it is called with, for
+    :func:`model_seconds`.
 
     Copies of the batches are kept while they fit in ``max_bytes``; past that only their sizes
     are, and the replay reuses the largest stored batch, cut to size (fine for a model whose cost
@@ -105,10 +106,9 @@ class BatchRecorder:
 
     def __call__(self, z: np.ndarray) -> Any:
         """Record and call the model."""
-        stored = sum(batch.nbytes for batch in self.batches)
-        nbytes = getattr(z, "nbytes", 0)
-        if len(self.batches) == len(self.sizes) and stored + nbytes <= self.max_bytes:
-            self.batches.append(z.copy())
+        stored = sum(_nbytes(batch) for batch in self.batches)
+        if len(self.batches) == len(self.sizes) and stored + _nbytes(z) <= self.max_bytes:
+            self.batches.append(z.copy() if hasattr(z, "copy") else z)  # polars frames: immutable
         self.sizes.append(len(z))
         return self.model(z)
 
@@ -117,6 +117,15 @@ class BatchRecorder:
         largest = max(self.batches, key=len)
         stored = self.batches + [largest] * (len(self.sizes) - len(self.batches))
         return [batch[:size] for batch, size in zip(stored, self.sizes, strict=True)][skip:]
+
+
+def _nbytes(batch: Any) -> int:
+    """Bytes of a NumPy array or a pandas / polars frame (their own estimates)."""
+    if hasattr(batch, "nbytes"):
+        return int(batch.nbytes)
+    if hasattr(batch, "estimated_size"):  # polars
+        return int(batch.estimated_size())
+    return int(batch.memory_usage(deep=True).sum())  # pandas
 
 
 def model_seconds(model: Model, batches: Sequence[Any]) -> float:
