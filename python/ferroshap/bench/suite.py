@@ -58,16 +58,17 @@ BACKGROUNDS = (1, 50)
 SEEDS = tuple(range(20))
 """Seeds of a full run."""
 
-SUITE_GAMES: dict[str, Callable[[int], BenchGame]] = {
-    "lightgbm": lambda bg: lightgbm_game(rows=ROWS, n_background=bg),
-    "digits": lambda bg: lightgbm_digits_game(rows=ROWS, n_background=bg),
-    "forest": lambda bg: forest_game(rows=ROWS, n_background=bg),
-    "mlp": lambda bg: mlp_game(rows=ROWS, n_background=bg),
-    "svm": lambda bg: svm_game(rows=ROWS, n_background=bg),
-    "soum30": lambda bg: soum_game(n=30, rows=ROWS, n_background=bg),
-    "soum100": lambda bg: soum_game(n=100, rows=ROWS, n_background=bg),
+SUITE_GAMES: dict[str, tuple[int, Callable[[int], BenchGame]]] = {
+    "lightgbm": (30, lambda bg: lightgbm_game(rows=ROWS, n_background=bg)),
+    "digits": (64, lambda bg: lightgbm_digits_game(rows=ROWS, n_background=bg)),
+    "forest": (10, lambda bg: forest_game(rows=ROWS, n_background=bg)),
+    "mlp": (12, lambda bg: mlp_game(rows=ROWS, n_background=bg)),
+    "svm": (14, lambda bg: svm_game(rows=ROWS, n_background=bg)),
+    "soum30": (30, lambda bg: soum_game(n=30, rows=ROWS, n_background=bg)),
+    "soum100": (100, lambda bg: soum_game(n=100, rows=ROWS, n_background=bg)),
 }
-"""Games by name, each built from its background size: LightGBM on breast cancer (n = 30) and on
+"""Games by name: the number of players (the budgets need it before a game is built) and the
+builder taking the background size: LightGBM on breast cancer (n = 30) and on
 digits (n = 64) with exact interventional TreeSHAP; a random forest (n = 10), an MLP (n = 12) and
 an RBF SVM (n = 14) with truth by enumeration; sums of unanimity models of order up to 4 at
 n = 30 and 100 in closed form."""
@@ -99,17 +100,6 @@ class Cell:
         return f"{self.game}_bg{self.background}_b{self.budget}"
 
 
-_N_PLAYERS = {
-    "lightgbm": 30,
-    "digits": 64,
-    "forest": 10,
-    "mlp": 12,
-    "svm": 14,
-    "soum30": 30,
-    "soum100": 100,
-}
-
-
 def cells(
     games: Iterable[str] = tuple(SUITE_GAMES),
     backgrounds: Iterable[int] = BACKGROUNDS,
@@ -129,7 +119,7 @@ def cells(
             raise InvalidArgumentError(
                 f"games: unknown suite game {game!r}; expected some of {', '.join(SUITE_GAMES)}"
             )
-        n = _N_PLAYERS[game]
+        n = SUITE_GAMES[game][0]
         for background in backgrounds:
             for factor in factors:
                 grid.append(Cell(game, background, min(factor * n, 2**n - 2), n))
@@ -197,7 +187,9 @@ def run_suite(
         start = time.perf_counter()
         game = built.get((cell.game, cell.background))
         if game is None:
-            game = built[(cell.game, cell.background)] = SUITE_GAMES[cell.game](cell.background)
+            game = SUITE_GAMES[cell.game][1](cell.background)
+            assert game.n == cell.n, f"{cell.game} has {game.n} players, SUITE_GAMES says {cell.n}"
+            built[(cell.game, cell.background)] = game
         records = [
             run_one(game, method, cell.budget, seed) | {"background": cell.background}
             for seed in seeds
