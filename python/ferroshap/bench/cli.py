@@ -17,7 +17,12 @@ import time
 from collections.abc import Sequence
 
 import ferroshap as fs
-from ferroshap.bench.estimators import available_estimators, check_estimators, ferroshap_methods
+from ferroshap.bench.estimators import (
+    all_estimators,
+    available_estimators,
+    check_estimators,
+    ferroshap_methods,
+)
 from ferroshap.bench.games import BenchGame, available_games, make_game
 from ferroshap.bench.harness import run_benchmark, summarize
 from ferroshap.bench.peers import PEERS, unavailable_reason
@@ -191,10 +196,10 @@ def _check_names(parser: argparse.ArgumentParser, games: list[str], methods: lis
     try:
         check_estimators(methods)
     except fs.InvalidArgumentError:
-        unknown = [m for m in methods if m not in [*ferroshap_methods(), "exact", *PEERS]]
+        unknown = [m for m in methods if m not in all_estimators()]
         parser.error(
             f"--methods: unknown method or peer {', '.join(map(repr, unknown))}; valid: "
-            f"{', '.join([*ferroshap_methods(), 'exact', *PEERS])}"
+            f"{', '.join(all_estimators())}"
         )
 
 
