@@ -36,13 +36,16 @@ def brute_force_shapley(game: Game, n: int) -> np.ndarray:
 class Soum:
     """Sum of unanimity models ``v(S) = Σ_k c_k [T_k ⊆ S]`` with ``φ_i = Σ_{k ∋ i} c_k / |T_k|``.
 
-    ``c_k ~ U[-1, 1]``; each ``T_k`` is a uniform random subset of size ``1..max_order``.
+    ``c_k ~ U[-1, 1]`` (or ``N(0, 1)`` with ``normal=True``); each ``T_k`` is a uniform random
+    subset of size ``1..max_order``.
     """
 
-    def __init__(self, n: int, n_terms: int, max_order: int, seed: int) -> None:
+    def __init__(
+        self, n: int, n_terms: int, max_order: int, seed: int, *, normal: bool = False
+    ) -> None:
         rng = np.random.default_rng(seed)
         self.n = n
-        self.coefficients = rng.uniform(-1.0, 1.0, n_terms)
+        self.coefficients = rng.normal(size=n_terms) if normal else rng.uniform(-1.0, 1.0, n_terms)
         self.terms = np.zeros((n_terms, n), dtype=bool)
         for term in self.terms:
             term[rng.choice(n, size=rng.integers(1, max_order + 1), replace=False)] = True

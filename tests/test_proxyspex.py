@@ -144,3 +144,28 @@ def test_bad_explain_calls() -> None:
         fs.ProxySPEX(lambda z: z, masker=object())  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="one value per coalition"):
         fs.ProxySPEX(lambda m: np.ones((len(m), 2)), n_players=10, budget=100).explain()
+
+
+def test_same_result_on_any_number_of_threads() -> None:
+    """The proxy is deterministic across LightGBM thread counts (and so is everything after)."""
+    soum = Soum(200, 30, 3, seed=7)
+    runs = [
+        fs.ProxySPEX(
+            soum, n_players=200, budget=1500, seed=3, proxy_params={"num_threads": threads}
+        ).explain()
+        for threads in (1, 2, 3)
+    ]
+    for run in runs[1:]:
+        assert run.values == runs[0].values
+        assert run.diagnostics["n_trees"] == runs[0].diagnostics["n_trees"]
+
+
+def test_learning_rate_grows_with_players() -> None:
+    from ferroshap.proxyspex import proxy_learning_rate, proxy_threads
+
+    rates = [proxy_learning_rate(n) for n in (1, 128, 256, 512, 1024, 4096)]
+    assert rates[:2] == [0.1, 0.1] and rates[-2:] == [0.3, 0.3]
+    assert rates[1] < rates[2] < rates[3] < rates[4]
+    assert proxy_threads(100) == 1 and 1 <= proxy_threads(2**24) <= 8
+    iv = fs.ProxySPEX(Soum(300, 10, 2, seed=1), n_players=300, budget=600, seed=0).explain()
+    assert iv.diagnostics["learning_rate"] == pytest.approx(proxy_learning_rate(300))

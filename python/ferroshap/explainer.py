@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.auto import AUTO, resolve
+from ferroshap.auto import AUTO, Recipe, resolve
 from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
 from ferroshap.frames import Table, frame_model, read_rows_like, read_table
-from ferroshap.games import LINKS, RawGame, TabularGame
+from ferroshap.games import LINKS, RawGame, TabularGame, apply_link
 from ferroshap.groups import Groups, GroupsArgument, read_groups
+from ferroshap.maskers import Masker, check_masker, player_names
 from ferroshap.models import resolve_model
 from ferroshap.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit
 from ferroshap.query import QueryOptions
@@ -73,7 +74,13 @@ class Explainer:
         Background rows: a 2-D array or a polars / pandas DataFrame (a polars LazyFrame is
         collected; column names become the feature names). String, categorical, boolean and
         datetime columns are masked like numbers, cell by cell. A single row gives the
-        single-baseline game.
+        single-baseline game. Not used with ``masker``.
+    masker
+        Instead of ``background``: a masker that turns the model and each explained input into
+        a game, e.g. ``fs.maskers.Text()`` (players are the words of a passage, the model a
+        callable on ``list[str]``) or ``fs.maskers.Image(patch_size=4)`` (players are patches).
+        Each call then explains one input, and the result is labelled with the masker's player
+        names (``feature_names``, and ``data`` holds them too).
     method
         ``"auto"`` (the default): the most accurate estimator we have for this number of
         features and budget, chosen by a fixed rule (:func:`ferroshap.auto.choose`, described in
@@ -158,8 +165,9 @@ class Explainer:
     def __init__(
         self,
         model: Any,
-        background: Any,
+        background: Any = None,
         *,
+        masker: Masker | None = None,
         method: str = AUTO,
         budget: int = 2048,
         seed: Seed = 0,
@@ -183,7 +191,21 @@ class Explainer:
             raise InvalidArgumentError(f"link must be one of {LINKS}; got {link!r}")
         self.link = link
         self._model = resolve_model(model, model_output, output_index)
-        self._table = read_table(background, "background")
+        self.masker = masker
+        self.seed = check_seed(seed)
+        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
+        self.paired = bool(paired)
+        self.per_row_design = bool(per_row_design)
+        if masker is not None:
+            self._init_masker(masker, background, method, budget, feature_names, groups)
+            self.cross_fit = check_cross_fit(cross_fit, method)
+            return
+        if background is None:
+            raise InvalidArgumentError(
+                "background is required (the rows that replace masked features), unless a "
+                "masker is given (masker=fs.maskers.Text(), Image(...), ...)"
+            )
+        self._table: Table | None = read_table(background, "background")
         self._background = self._model.place(self._table.values)
         n_features = self._table.n_columns
         if feature_names is not None:
@@ -201,15 +223,45 @@ class Explainer:
         self.method = method
         self.budget = _check_budget(budget, method, n)
         self.cross_fit = check_cross_fit(cross_fit, method)
-        self.paired = bool(paired)
         self._recipe = resolve(method, n, self.budget, self.paired, int(self._background.shape[0]))
-        self.seed = check_seed(seed)
-        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
-        self.per_row_design = bool(per_row_design)
+
+    def _init_masker(
+        self,
+        masker: Masker,
+        background: Any,
+        method: str,
+        budget: Any,
+        feature_names: Sequence[str] | None,
+        groups: GroupsArgument | None,
+    ) -> None:
+        """Settings of an explainer whose games come from ``masker``; the players (and so
+        ``n``) are known only per explained input."""
+        check_masker(masker)
+        for name, value in (
+            ("background", background),
+            ("feature_names", feature_names),
+            ("groups", groups),
+        ):
+            if value is not None:
+                raise InvalidArgumentError(
+                    f"{name} cannot be combined with masker=: the masker decides the players "
+                    "and what replaces them"
+                )
+        _check_method(method, 1)
+        self._table = None
+        self.groups = None
+        self.feature_names = None
+        self.method = method
+        self.budget = check_int(budget, "budget", 2)
 
     @property
     def n_players(self) -> int:
         """Number of players ``n``: the features, or the groups (and ungrouped features)."""
+        if self._table is None:
+            raise InvalidArgumentError(
+                "n_players: with a masker the players depend on the explained input (see the "
+                "masker's player_names(x))"
+            )
         return self._table.n_columns if self.groups is None else self.groups.n_players
 
     @property
@@ -228,6 +280,10 @@ class Explainer:
         """Output names and ``frame -> (phi, base_values)`` for the dataset writers
         (:func:`ferroshap.datasets.frame_explainer`): ``columns`` are the features, in order."""
         check_int_seed(self)
+        if self._table is None:
+            raise InvalidArgumentError(
+                "explainer: datasets need an explainer with a background, not a masker"
+            )
         n_inputs = self._table.n_columns
         if len(columns) != n_inputs:
             raise InvalidArgumentError(
@@ -253,17 +309,23 @@ class Explainer:
 
     def _column_names(self, table: Table) -> list[str]:
         """Names of the model's input columns, for the groups of a result."""
+        assert self._table is not None
         names = self._table.names or table.names
         return names or [f"x{j}" for j in range(self._table.n_columns)]
 
     def __call__(self, X: Any) -> Explanation:
         """Explain the rows of ``X`` (2-D array or DataFrame; a 1-D ``X`` is one row).
 
+        With a masker, ``X`` is one input of that masker (a passage for ``Text``, an image for
+        ``Image``) and the result has one row, labelled with the masker's player names.
+
         Returns
         -------
         Explanation
             ``values`` of shape ``(rows, n)`` or ``(rows, n, k)``, ``base_values``, ``data`` etc.
         """
+        if self._table is None:
+            return self._explain_masked(X)
         table = read_rows_like(X, self._table, "X", "background")
         x = self._model.place(table.values)
         x_backend, background_backend = ArrayBackend.of(x), ArrayBackend.of(self._background)
@@ -324,6 +386,46 @@ class Explainer:
             estimator="exact" if designs[0].exact else self._recipe.name,
         )
 
+    def _explain_masked(self, x: Any) -> Explanation:
+        """Shapley values of the masker's game at input ``x``: one row."""
+        assert self.masker is not None
+        function, n = self.masker.game(self._model, x)
+        names = player_names(self.masker, x) or [f"x{i}" for i in range(n)]
+        if len(names) != n:
+            raise InvalidArgumentError(f"masker: {len(names)} player names for {n} players")
+        _check_method(self.method, n)
+        budget = _check_budget(self.budget, self.method, n)
+        raw = RawGame(_linked(function, self.link), n, options=self.options)
+        phi, design, recipe = _game_values(
+            raw,
+            None,
+            self.method,
+            budget,
+            self.seed,
+            self.paired,
+            self.cross_fit,
+            self.max_memory,
+            "Explainer",
+        )
+        empty = raw.evaluate(np.zeros((1, n), dtype=bool))[0]
+        return Explanation(
+            values=phi[:1] if raw.output_shape == () else phi.T[None],
+            base_values=empty[:1] if raw.output_shape == () else empty[None],
+            data=np.array([names], dtype=object),
+            feature_names=names,
+            n_evaluations=design.n_coalitions + 1,
+            method=self.method,
+            budget=budget,
+            estimator="exact" if design.exact else recipe.name,
+        )
+
+
+def _linked(function: Callable[[np.ndarray], Any], link: str) -> Callable[[np.ndarray], Any]:
+    """``function`` followed by the link function ``link`` (itself for the identity)."""
+    if link == "identity":
+        return function
+    return lambda masks: apply_link(np.asarray(function(masks), dtype=np.float64), link)
+
 
 @deprecated_spellings(
     positional=["method", "budget", "seed", "paired", "cross_fit"], renamed={"n": "n_players"}
@@ -382,15 +484,43 @@ def shapley_values(
     _check_method(method, n)
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
-    recipe = resolve(method, n, budget, bool(paired))
-    estimate = memory.sampling_estimate(recipe.planned, n, budget, max_bytes=None)
-    memory.check("shapley_values", estimate, max_memory, n=n, budget=budget)
-    seed = draw_seed(check_seed(seed))
-    (design,) = _plan(recipe.planned, n, budget, seed, bool(paired), [0], method != AUTO)
     raw = RawGame(game, n_features, options=options)
-    masks = _expand(design.masks(), grouped)
-    (phi,) = _estimate([design], [raw.evaluate(masks)], recipe.proxy, cross_fit)
+    phi, _, _ = _game_values(
+        raw,
+        grouped,
+        method,
+        budget,
+        check_seed(seed),
+        bool(paired),
+        cross_fit,
+        max_memory,
+        "shapley_values",
+    )
     return phi if raw.output_shape else phi[0]
+
+
+def _game_values(
+    raw: RawGame,
+    groups: Groups | None,
+    method: str,
+    budget: int,
+    seed: Seed,
+    paired: bool,
+    cross_fit: int | None,
+    max_memory: int | None,
+    engine: str,
+) -> tuple[np.ndarray, _core.Design, Recipe]:
+    """Shapley values ``[R, n]`` of a raw game (on ``groups``' players if given) by ``method``,
+    with the design and recipe that produced them; ``engine`` names the caller in memory
+    errors."""
+    n = raw.n_players if groups is None else groups.n_players
+    recipe = resolve(method, n, budget, paired)
+    estimate = memory.sampling_estimate(recipe.planned, n, budget, max_bytes=None)
+    memory.check(engine, estimate, max_memory, n=n, budget=budget)
+    (design,) = _plan(recipe.planned, n, budget, draw_seed(seed), paired, [0], method != AUTO)
+    masks = _expand(design.masks(), groups)
+    (phi,) = _estimate([design], [raw.evaluate(masks)], recipe.proxy, cross_fit)
+    return phi, design, recipe
 
 
 def _expand(masks: np.ndarray, groups: Groups | None) -> np.ndarray:

@@ -1,8 +1,12 @@
 """Maskers: turn a model and one input into a game on coalitions of its features or tokens.
 
 A masker's :meth:`game` returns a function ``masks: bool[k, n] -> float[k]`` plus ``n``, which
-:class:`ferroshap.ProxySPEX` evaluates on its planned coalitions. Maskers take the query keywords
-of every engine (``batch_size``, ``max_bytes``, ``progress``) for their model calls.
+:class:`ferroshap.ProxySPEX` and :class:`ferroshap.Explainer` (``masker=``) evaluate on their
+planned coalitions, and :meth:`player_names` names the players of an input. Maskers take the
+query keywords of every engine (``batch_size``, ``max_bytes``, ``progress``) for their model
+calls. :class:`Baseline` masks table rows, :class:`Tokens` token-id sequences,
+:class:`~ferroshap.text.Text` the words of a passage and :class:`~ferroshap.image.Image` the
+patches of an image.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.frames import frame_model, read_rows_like, read_table
 from ferroshap.games import TabularGame
+from ferroshap.image import Image
 from ferroshap.models import as_model_function
 from ferroshap.query import QueryOptions
+from ferroshap.text import Text
 from ferroshap.validation import deprecated_spellings
 
-__all__ = ["Baseline", "Masker", "Tokens"]
+__all__ = ["Baseline", "Image", "Masker", "Text", "Tokens", "player_names"]
 
 GameFunction = Callable[[np.ndarray], np.ndarray]
 
@@ -32,6 +38,28 @@ class Masker(Protocol):
         """The game of ``model`` (a callable, an estimator or a resolved
         :class:`~ferroshap.models.ModelFunction`) at input ``x`` and its number of players."""
         ...
+
+    def player_names(self, x: Any) -> list[str] | None:
+        """The names of the players of input ``x`` (``None``: numbered by the engine)."""
+        ...
+
+
+def player_names(masker: Any, x: Any) -> list[str] | None:
+    """The names ``masker`` gives the players of input ``x``: its :meth:`Masker.player_names`,
+    else its ``feature_names`` attribute, else ``None`` (for maskers written before the
+    method existed)."""
+    names = masker.player_names(x) if callable(getattr(masker, "player_names", None)) else None
+    names = names if names is not None else getattr(masker, "feature_names", None)
+    return None if names is None else [str(name) for name in names]
+
+
+def check_masker(masker: Any) -> None:
+    """Raise :class:`InvalidTypeError` unless ``masker`` has a ``game`` method."""
+    if not callable(getattr(masker, "game", None)):
+        raise InvalidTypeError(
+            f"masker must be a ferroshap masker (Baseline, Tokens, Text, Image) or an object "
+            f"with a game(model, x) method, got {type(masker).__name__}"
+        )
 
 
 class Baseline:
@@ -75,6 +103,10 @@ class Baseline:
     def rows(self) -> Any:
         """The background rows as masked (an array, or a frame with non-numeric columns)."""
         return self._table.values
+
+    def player_names(self, x: Any) -> list[str] | None:
+        """The background's column names (``None`` for an array background)."""
+        return self.feature_names
 
     def game(self, model: Any, x: Any) -> tuple[GameFunction, int]:
         """The game of ``model`` at the single row ``x`` (1-D, or 2-D with one row)."""
@@ -146,6 +178,10 @@ class Tokens:
             raise InvalidTypeError(f"mask_id must be an int token id, got {type(mask_id).__name__}")
         self.mask_id = int(mask_id)
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
+
+    def player_names(self, x: Any) -> list[str] | None:
+        """``None``: the players are the positions, numbered by the engine."""
+        return None
 
     def game(self, model: Any, x: Any) -> tuple[GameFunction, int]:
         """The game of ``model`` on the token sequence ``x`` (1-D integer ids).
