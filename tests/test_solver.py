@@ -54,3 +54,40 @@ def test_rank_deficient_designs_keep_the_svd_warning():
 def test_unknown_solvers_are_refused():
     with pytest.raises(InvalidArgumentError, match="solver"):
         _core.plan("leverage", 10, 100, 0, solver="qr")
+
+
+class CountingDesign:
+    """A planned design that records which rows of masks are asked for."""
+
+    def __init__(self, design: _core.Design) -> None:
+        self.design, self.requests = design, []
+        self.n_coalitions = design.n_coalitions
+
+    def masks(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        self.requests.append((start, stop))
+        return self.design.masks(start, stop)
+
+
+def test_masked_inputs_read_the_design_a_chunk_at_a_time():
+    """A model's masked inputs come from the design's bits chunk by chunk (no m x n array of
+    masks), with the same values as from the whole mask array."""
+    from ferroshap.games import DesignMasks, TabularGame
+    from ferroshap.query import QueryOptions
+
+    n, rows = 40, 3
+    design = CountingDesign(_core.plan("leverage", n, 500, 0))
+    rng = np.random.default_rng(0)
+    weights = rng.normal(size=n)
+    game = TabularGame(
+        lambda z: np.tanh(z @ weights),
+        rng.normal(size=(1, n)),
+        rng.normal(size=(rows, n)),
+        options=QueryOptions(batch_size=64),
+    )
+    chunked = game.evaluate(DesignMasks(design))
+    np.testing.assert_array_equal(chunked, game.evaluate(design.design.masks()))
+    starts = [start for start, _ in design.requests]
+    assert len(starts) > 10 and starts == sorted(starts)
+    assert max(stop - start for start, stop in design.requests) <= 64 // rows + 1
+    memory_part = fs.memory.sampling_estimate("leverage", 4096, 40000).parts["masks"]
+    assert memory_part <= fs.backend.DEFAULT_MAX_BYTES  # not 4096 x 40000

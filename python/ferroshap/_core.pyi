@@ -75,8 +75,9 @@ class Design:
     @property
     def stream(self) -> int:
         """The random stream id the design was planned from (per-row designs use one each)."""
-    def masks(self) -> NDArray[np.bool_]:
-        """Coalition indicators, shape ``[m, n]``, C order."""
+    def masks(self, start: int = 0, stop: int | None = None) -> NDArray[np.bool_]:
+        """Coalition indicators of rows ``start .. stop`` (default all), shape
+        ``[stop - start, n]``, C order; the range is clipped to ``[0, m]``."""
     def sizes(self) -> NDArray[np.int64]:
         """Coalition sizes, shape ``[m]``."""
     def weights(self) -> NDArray[np.float64]:

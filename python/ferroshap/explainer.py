@@ -18,7 +18,7 @@ from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.explanation import Explanation
 from ferroshap.frames import Table, frame_model, read_rows_like, read_table
-from ferroshap.games import LINKS, RawGame, TabularGame, apply_link
+from ferroshap.games import LINKS, DesignMasks, RawGame, TabularGame, apply_link
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.maskers import Masker, check_masker, player_names
 from ferroshap.models import resolve_model
@@ -352,6 +352,7 @@ class Explainer:
                 rows=rows,
                 max_bytes=self.options.max_bytes,
                 designs=rows if self.per_row_design else 1,
+                proxy=self._recipe.proxy is not None,
             ),
             self.max_memory,
             n=n,
@@ -369,7 +370,7 @@ class Explainer:
             values = game.evaluate(np.concatenate(masks), rows=np.repeat(np.arange(rows), sizes))
             per_design = np.split(values, np.cumsum(sizes)[:-1])
         else:
-            per_design = [game.evaluate(_expand(designs[0].masks(), self.groups))]
+            per_design = [game.evaluate(_design_masks(designs[0], self.groups))]
         phi = np.stack(_estimate(designs, per_design, self._recipe.proxy, self.cross_fit))
         k = int(np.prod(game.output_shape, dtype=np.int64))
         phi = np.ascontiguousarray(phi.reshape(rows, k, n).transpose(0, 2, 1))  # [rows, n, k]
@@ -515,12 +516,20 @@ def _game_values(
     errors."""
     n = raw.n_players if groups is None else groups.n_players
     recipe = resolve(method, n, budget, paired)
-    estimate = memory.sampling_estimate(recipe.planned, n, budget, max_bytes=None)
+    estimate = memory.sampling_estimate(
+        recipe.planned, n, budget, max_bytes=None, proxy=recipe.proxy is not None
+    )
     memory.check(engine, estimate, max_memory, n=n, budget=budget)
     (design,) = _plan(recipe.planned, n, budget, draw_seed(seed), paired, [0], method != AUTO)
-    masks = _expand(design.masks(), groups)
-    (phi,) = _estimate([design], [raw.evaluate(masks)], recipe.proxy, cross_fit)
+    values = raw.evaluate(_design_masks(design, groups))
+    (phi,) = _estimate([design], [values], recipe.proxy, cross_fit)
     return phi, design, recipe
+
+
+def _design_masks(design: _core.Design, groups: Groups | None) -> DesignMasks:
+    """The design's coalitions as the game's masks (feature masks with groups), read in
+    chunks."""
+    return DesignMasks(design, None if groups is None else groups.expand)
 
 
 def _expand(masks: np.ndarray, groups: Groups | None) -> np.ndarray:

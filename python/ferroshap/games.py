@@ -19,7 +19,7 @@ from ferroshap.errors import InvalidArgumentError
 from ferroshap.frames import FrameInputs, FrameSchema, is_frame
 from ferroshap.query import DEFAULT_OPTIONS, QueryOptions, query, units_per_call
 
-__all__ = ["LINKS", "RawGame", "TabularGame", "apply_link"]
+__all__ = ["LINKS", "DesignMasks", "RawGame", "TabularGame", "apply_link"]
 
 _COMPILED_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
@@ -46,6 +46,44 @@ def apply_link(values: np.ndarray, link: str) -> np.ndarray:
     return np.log(values / (1.0 - values))
 
 
+class DesignMasks:
+    """The coalitions of a planned design, expanded from its bits a chunk at a time.
+
+    :meth:`TabularGame.evaluate` and :meth:`RawGame.evaluate` take it in place of a
+    ``bool[m, n]`` array, so a large design is never held as one ``m x n`` array of masks (the
+    design keeps ``n / 8`` bytes per coalition). ``expand`` maps player masks to feature masks
+    (feature groups).
+
+    Examples
+    --------
+    >>> design = _core.plan("leverage", 5, 12, seed=0)
+    >>> masks = DesignMasks(design)
+    >>> len(masks), bool((masks.rows(2, 5) == design.masks()[2:5]).all())
+    (12, True)
+    """
+
+    def __init__(self, design: Any, expand: Callable[[np.ndarray], np.ndarray] | None = None):
+        self._design = design
+        self._expand = expand
+
+    def __len__(self) -> int:
+        return int(self._design.n_coalitions)
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """The masks of coalitions ``start .. stop``."""
+        masks = self._design.masks(start, stop)
+        return masks if self._expand is None else self._expand(masks)
+
+
+Masks = np.ndarray | DesignMasks
+"""What the games evaluate: coalitions ``bool[m, n]``, or a design read in chunks."""
+
+
+def _whole(masks: Masks) -> np.ndarray:
+    """``masks`` as one ``bool[m, n]`` array."""
+    return masks.rows(0, len(masks)) if isinstance(masks, DesignMasks) else masks
+
+
 class _HostInputs:
     """Masked inputs of NumPy data, built into one reused host buffer.
 
@@ -61,13 +99,21 @@ class _HostInputs:
         self._buffer = np.empty(0, self.dtype)
         self._masks = np.empty((0, background.shape[1]), bool)
 
-    def prepare(self, masks: np.ndarray, rows: np.ndarray | None) -> None:
-        self._masks = np.ascontiguousarray(masks, dtype=bool)
+    def prepare(self, masks: Masks, rows: np.ndarray | None) -> None:
+        self._source = masks if isinstance(masks, DesignMasks) and rows is None else None
+        if self._source is None:
+            self._masks = np.ascontiguousarray(_whole(masks), dtype=bool)
         self._rows = rows
 
     def batch(self, start: int, stop: int) -> np.ndarray:
         n_background, n = self.background.shape
         mask_index, row_index = _pair_indices(np, start, stop, len(self.x_rows), self._rows)
+        if self._source is not None:  # pairs are mask-major: one contiguous run of masks
+            first = int(mask_index[0])
+            self._masks = np.ascontiguousarray(
+                self._source.rows(first, int(mask_index[-1]) + 1), dtype=bool
+            )
+            mask_index = mask_index - first
         size = (stop - start) * n_background * n
         if self._buffer.size < size:
             self._buffer = np.empty(size, self.dtype)
@@ -102,8 +148,8 @@ class _DeviceInputs:
         info = xp.finfo(dtype) if xp.isdtype(dtype, "real floating") else None
         self.itemsize = info.bits // 8 if info is not None else 8
 
-    def prepare(self, masks: np.ndarray, rows: np.ndarray | None) -> None:
-        self._masks = self.backend.asarray(np.ascontiguousarray(masks, dtype=bool))
+    def prepare(self, masks: Masks, rows: np.ndarray | None) -> None:
+        self._masks = self.backend.asarray(np.ascontiguousarray(_whole(masks), dtype=bool))
         self._rows = None if rows is None else self.backend.asarray(rows.astype(np.int64))
 
     def batch(self, start: int, stop: int) -> Any:
@@ -213,13 +259,14 @@ class TabularGame:
         """Number of explained rows."""
         return self._n_rows
 
-    def evaluate(self, masks: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    def evaluate(self, masks: Masks, rows: np.ndarray | None = None) -> np.ndarray:
         """Coalition values for the explained rows.
 
         Parameters
         ----------
         masks
-            Coalitions ``bool[m, n]``.
+            Coalitions ``bool[m, n]``, or a :class:`DesignMasks` (NumPy data read it a chunk
+            at a time; device and frame data take it whole).
         rows
             ``None`` to evaluate every mask on every explained row, giving ``[m, rows * k]``
             (row-major over ``(row, output)``). Otherwise ``int[m]``: mask ``j`` is evaluated on
@@ -237,7 +284,10 @@ class TabularGame:
             unit_rows=self._n_background,
             chunk_bytes=self._backend.chunk_bytes(self._options.max_bytes),
         )
-        self._inputs.prepare(masks, rows)
+        if isinstance(self._inputs, FrameInputs):
+            self._inputs.prepare(_whole(masks), rows)
+        else:
+            self._inputs.prepare(masks, rows)
         out = query(
             n_pairs,
             per_call,
@@ -321,14 +371,25 @@ class RawGame:
         self._options = options
         self.output_shape: tuple[int, ...] | None = None
 
-    def evaluate(self, masks: np.ndarray) -> np.ndarray:
-        """Values ``float64[m, R]`` of the coalitions ``masks: bool[m, n]`` (``R = 1`` for 1-D)."""
-        masks = np.ascontiguousarray(masks, dtype=bool)
+    def evaluate(self, masks: Masks) -> np.ndarray:
+        """Values ``float64[m, R]`` of the coalitions ``masks: bool[m, n]`` (``R = 1`` for 1-D),
+        or of a :class:`DesignMasks`, read one call's chunk at a time."""
+        if isinstance(masks, DesignMasks):
+            source = masks
+
+            def chunk(a: int, b: int) -> np.ndarray:
+                return np.ascontiguousarray(source.rows(a, b), dtype=bool)
+        else:
+            whole = np.ascontiguousarray(masks, dtype=bool)
+
+            def chunk(a: int, b: int) -> np.ndarray:
+                return whole[a:b]
+
         per_call = units_per_call(self._options, unit_bytes=self.n_players, unit_rows=1)
         values = query(
             len(masks),
             per_call,
-            lambda a, b: self._chunk_values(masks[a:b]),
+            lambda a, b: self._chunk_values(chunk(a, b)),
             progress=self._options.progress,
             desc="coalitions",
         )

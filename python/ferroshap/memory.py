@@ -155,23 +155,30 @@ def sampling_estimate(
     max_bytes: int | None = DEFAULT_MAX_BYTES,
     designs: int = 1,
     solver: str = "auto",
+    proxy: bool = False,
 ) -> Estimate:
     """Peak of a sampling engine (:class:`~ferroshap.Explainer`,
     :func:`~ferroshap.shapley_values`): ``designs`` designs (one per row with
-    ``per_row_design``), each with its masks and solver, one chunk of model input (none for a
-    raw game, ``max_bytes=None``: it receives the masks), the values of ``rows x outputs`` games
-    and their Shapley values."""
+    ``per_row_design``), each with its solver, the masks (one chunk of them and of model input
+    for a model; all of them for a raw game, ``max_bytes=None``), the values of
+    ``rows x outputs`` games and their Shapley values; with ``proxy`` (a proxy adjustment
+    follows) also the proxy's float64 copy of the masks."""
     m = 2**n if method == "exact" else design_rows(n, budget)
     columns = rows * outputs
+    # a model's masked inputs are built from one shared design a chunk at a time; a raw game
+    # (max_bytes=None), per-row designs and proxy adjustments hold every mask
+    whole = max_bytes is None or proxy or designs > 1
+    masks = m * n if whole else min(m * n, max_bytes)
     return Estimate(
         held={"design": designs * design_bytes(n, m), "values": 2 * m * columns * FLOAT},
         phases={
             "query": {
-                "masks": designs * m * n,
+                "masks": designs * masks,
                 "model input chunk": 0 if max_bytes is None else MODEL_FACTOR * max_bytes,
             },
             "estimate": {
                 "solver": designs * solver_bytes(method, n, m, solver),
+                "proxy training data": designs * 2 * m * n * FLOAT if proxy else 0,
                 "results": 2 * columns * n * FLOAT,
             },
         },

@@ -60,11 +60,18 @@ impl CoalitionMatrix {
 
     /// All rows expanded to a row-major `m × n` indicator array.
     pub fn to_indicators(&self) -> Vec<bool> {
+        self.rows_to_indicators(0, self.n_rows())
+    }
+
+    /// Rows `start..stop` expanded to a row-major `(stop - start) × n` indicator array, so
+    /// callers can walk a large design in chunks instead of expanding it whole.
+    pub fn rows_to_indicators(&self, start: usize, stop: usize) -> Vec<bool> {
         let n = self.n_players;
-        let mut out = vec![false; self.n_rows() * n];
-        for (row, chunk) in out.chunks_mut(n.max(1)).enumerate().take(self.n_rows()) {
+        let rows = stop.saturating_sub(start);
+        let mut out = vec![false; rows * n];
+        for (offset, chunk) in out.chunks_mut(n.max(1)).enumerate().take(rows) {
             for (player, cell) in chunk.iter_mut().enumerate() {
-                *cell = self.contains(row, player);
+                *cell = self.contains(start + offset, player);
             }
         }
         out
@@ -200,6 +207,23 @@ pub fn unrank_fits(n: usize, k: usize) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_ranges_expand_like_the_whole_matrix() {
+        let n = 70; // two words per row
+        let mut matrix = CoalitionMatrix::new(n);
+        for row in 0..5u64 {
+            let mut mask = vec![0u64; matrix.words];
+            for player in (row as usize..n).step_by(3 + row as usize) {
+                insert(&mut mask, player);
+            }
+            matrix.push(&mask);
+        }
+        let whole = matrix.to_indicators();
+        let pieces = [matrix.rows_to_indicators(0, 2), matrix.rows_to_indicators(2, 5)].concat();
+        assert_eq!(pieces, whole);
+        assert!(matrix.rows_to_indicators(3, 3).is_empty());
+    }
 
     #[test]
     fn binomials_exact_and_log_agree() {

@@ -72,10 +72,18 @@ impl PyDesign {
         self.design.stream
     }
 
-    fn masks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<bool>>> {
+    #[pyo3(signature = (start = 0, stop = None))]
+    fn masks<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+        stop: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<bool>>> {
         let (m, n) = (self.design.n_coalitions(), self.design.n_players);
-        let flat = py.detach(|| self.design.coalitions.to_indicators());
-        PyArray1::from_vec(py, flat).reshape([m, n])
+        let stop = stop.unwrap_or(m).min(m);
+        let start = start.min(stop);
+        let flat = py.detach(|| self.design.coalitions.rows_to_indicators(start, stop));
+        PyArray1::from_vec(py, flat).reshape([stop - start, n])
     }
 
     fn sizes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
