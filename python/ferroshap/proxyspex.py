@@ -243,7 +243,7 @@ class ProxySPEX:
             grouped = read_groups(self.groups, names, n)
             game, n, names = _grouped_game(game, grouped), grouped.n_players, grouped.names
         raw = RawGame(game, n, options=self.options)
-        if n < 63 and self.budget >= 2**n and n <= _core.MAX_TABLE_PLAYERS:
+        if memory.covers_all(n, self.budget) and n <= _core.MAX_TABLE_PLAYERS:
             warnings.warn(
                 f"budget ≥ 2^n (budget={self.budget}, n={n}): computing exact interaction values "
                 "by enumeration",
