@@ -221,7 +221,7 @@ class ProxySPEX:
         Returns
         -------
         Interactions
-            ``values``, ``baseline_value``, ``shapley_values()`` (from the whole surrogate), and
+            ``values``, ``base_values``, ``shapley_values()`` (from the whole surrogate), and
             ``diagnostics``: proxy and surrogate validation R², support size and basis, number
             of trees, and the seconds spent in model calls, proxy fit, extraction and refit.
         """
