@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 from collections.abc import Callable
 
@@ -144,6 +145,49 @@ def test_core_errors_arrive_as_invalid_argument() -> None:
         _core.plan("no-such-method", 4, 16, 0)
     with pytest.raises(InvalidArgumentError, match="budget"):
         _core.plan("leverage", 4, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda: _core.plan("no-such-method", 4, 16, 0), "method"),
+        (lambda: _core.plan("leverage", 4, 1, 0), "budget"),
+        (lambda: _core.plan("leverage", 0, 16, 0), "n_players"),
+        (lambda: _core.plan("exact", 30, 16, 0), "method"),
+        (lambda: _core.plan("leverage", 30, 2**40, 0), "budget"),
+    ],
+)
+def test_core_errors_carry_the_argument_name(call: Callable[[], object], argument: str) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        call()
+    assert info.value.argument == argument
+    assert str(info.value).startswith(f"{argument}: ")
+
+
+@pytest.mark.parametrize(
+    ("case", "argument"),
+    [
+        ("budget < 2", "budget"),
+        ("budget not an int", "budget"),
+        ("max_bytes", "max_bytes"),
+        ("no players", "n_players"),
+        ("seed of a bad type", "seed"),
+        ("float seed", "seed"),
+        ("negative seed", "seed"),
+    ],
+)
+def test_python_validators_set_the_argument_name(case: str, argument: str) -> None:
+    call, error, _ = CASES[case]
+    with pytest.raises(error) as info:
+        call()
+    assert info.value.argument == argument
+
+
+def test_the_argument_name_is_optional_and_survives_pickling() -> None:
+    assert InvalidTypeError("model must be callable").argument is None
+    error = pickle.loads(pickle.dumps(InvalidArgumentError("budget: too small", argument="budget")))
+    assert type(error) is InvalidArgumentError and error.argument == "budget"
+    assert error.args == ("budget: too small",)
 
 
 @pytest.mark.parametrize("method", fs.METHODS)

@@ -160,5 +160,8 @@ def test_old_spellings_warn_and_still_work(data) -> None:
         fs.FourierSketch.fit(lambda s: [1.0] * len(s), length=3, alphabet="AC", budget=100)
     with pytest.warns(DeprecationWarning, match="by position"):
         assert fs.maskers.Tokens(0, 8).options.batch_size == 8
+    iv = fs.exact_interactions(game, N, index="SV")
+    with pytest.warns(DeprecationWarning, match="baseline_value is deprecated"):
+        assert iv.baseline_value == iv.base_values[0] == 0.0
     with pytest.raises(InvalidTypeError, match="twice"):
         fs.shapley_values(game, N, "exact", method="exact")  # type: ignore[misc]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ferroshap import _core, proxy_adjusted
+from ferroshap import _core, memory, proxy_adjusted
 from ferroshap.proxy_adjusted import ODD_SPARSE, minimum_budget
 
 __all__ = ["AUTO", "RECIPES", "Recipe", "choose", "resolve"]
@@ -104,7 +104,7 @@ def choose(
     >>> choose(10, 200, n_background=1).name, choose(10, 200, paired=False, n_background=1).name
     ('odd-sparse', 'proxy-leverage')
     """
-    if n <= _core.MAX_EXACT_PLAYERS and budget >= 2**n:
+    if n <= _core.MAX_EXACT_PLAYERS and memory.covers_all(n, budget):
         return RECIPES["exact"]
     if n <= BORDER_MAX_PLAYERS and budget < BORDER_FACTOR * n:
         return RECIPES["kernel-wor"]

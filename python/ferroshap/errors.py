@@ -2,7 +2,9 @@
 
 Every error a user can trigger is a :class:`FerroshapError` and also a built-in ``ValueError`` or
 ``TypeError``, so ``except ValueError`` keeps working. Messages name the offending argument, what
-was expected and what was received. The compiled core raises :class:`InvalidArgumentError` too.
+was expected and what was received, and :attr:`FerroshapError.argument` holds the argument's name
+when it is known. The compiled core raises :class:`InvalidArgumentError` too, always with
+``argument`` set.
 """
 
 __all__ = ["DeviceMemoryError", "FerroshapError", "InvalidArgumentError", "InvalidTypeError"]
@@ -11,15 +13,25 @@ __all__ = ["DeviceMemoryError", "FerroshapError", "InvalidArgumentError", "Inval
 class FerroshapError(Exception):
     """Base class of every error raised by ferroshap.
 
+    Attributes
+    ----------
+    argument : str or None
+        Name of the offending argument as the caller spells it (``"budget"``, ``"seed"``, ...),
+        ``None`` when the error is not about one argument or its name is unknown.
+
     Examples
     --------
     >>> import ferroshap as fs
     >>> try:
     ...     fs.shapley_values(lambda m: m.sum(1), 3, budget=1)
     ... except fs.FerroshapError as err:
-    ...     print(type(err).__name__)
-    InvalidArgumentError
+    ...     print(type(err).__name__, err.argument)
+    InvalidArgumentError budget
     """
+
+    def __init__(self, *args: object, argument: str | None = None) -> None:
+        super().__init__(*args)
+        self.argument = argument
 
 
 class InvalidArgumentError(FerroshapError, ValueError):

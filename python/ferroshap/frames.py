@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 _NUMERIC_KINDS = "biuf"
+_VALUE_KINDS = "biufmM"
+"""NumPy kinds of the pandas columns :class:`FrameInputs` builds as values: numbers, booleans,
+datetimes and timedeltas."""
 _OBJECT_CELL_BYTES = 16
 """Bytes counted per cell of a non-numeric column when sizing chunks (a pointer plus part of a
 short string)."""
@@ -157,9 +160,12 @@ class FrameInputs:
 
     The background and the explained rows are stacked into one source frame; a chunk's
     column ``j`` takes, for each (coalition, row) pair and background row ``b``, the cell of the
-    explained row when feature ``j`` is in the coalition and the cell of ``b`` otherwise, by one
-    gather per column. The model then receives a frame of the user's library with the same
-    columns and dtypes.
+    explained row when feature ``j`` is in the coalition and the cell of ``b`` otherwise. The
+    model then receives a frame of the user's library with the same columns and dtypes.
+
+    pandas columns of a NumPy dtype (numbers, booleans, datetimes) are built directly as
+    values, one ``numpy.where`` each; other pandas columns (strings, categoricals, objects) and
+    every polars column are gathered by row index.
 
     Parameters
     ----------
@@ -179,7 +185,7 @@ class FrameInputs:
 
             source = pd.concat([background, x_rows], ignore_index=True)
             self._labels = list(source.columns)  # the user's labels, not their str()
-            self._arrays = [source.iloc[:, j].array for j in range(source.shape[1])]
+            self._arrays = [_pandas_column(source.iloc[:, j]) for j in range(source.shape[1])]
         else:
             import polars as pl
 
@@ -213,26 +219,50 @@ class FrameInputs:
             mask_index, row_index = pairs // self._n_rows, pairs % self._n_rows
         else:
             mask_index, row_index = pairs, self._rows[pairs]
-        index_type = np.int64 if self.schema.library == "pandas" else np.uint32
-        # [n, pairs, 1], contiguous so that the index below comes out in C order
+        # [n, pairs, 1]: whether each pair's coalition holds feature j, as a column of cells
         inside = np.ascontiguousarray(self._masks[mask_index].T)[:, :, None]
-        own = (self._n_background + row_index).astype(index_type)[None, :, None]
-        background = np.arange(self._n_background, dtype=index_type)[None, None, :]
-        index = np.where(inside, own, background).reshape(len(self.schema.columns), -1)
+        own = self._n_background + row_index
         if self.schema.library == "pandas":
             import pandas as pd
 
+            background = np.arange(self._n_background)
             data = {
-                label: column.take(index[j])
+                label: _masked_column(column, inside[j], own, background)
                 for j, (label, column) in enumerate(zip(self._labels, self._arrays, strict=True))
             }
             return pd.DataFrame(data, copy=False)
         import polars as pl
 
+        index = np.where(
+            inside,
+            own.astype(np.uint32)[None, :, None],
+            np.arange(self._n_background, dtype=np.uint32)[None, None, :],
+        ).reshape(len(self.schema.columns), -1)
         # one query gathering every column (a gather per Series call costs a query each)
         return self._source.select(
             pl.col(name).gather(pl.Series(index[j])) for j, name in enumerate(self.schema.columns)
         )
+
+
+def _pandas_column(series: Any) -> Any:
+    """The cells of a pandas column as :func:`_masked_column` takes them: a NumPy array for a
+    column of numbers, booleans, datetimes or timedeltas, else its ExtensionArray (strings,
+    categoricals, objects and other extension dtypes keep their exact type)."""
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in _VALUE_KINDS:
+        return series.to_numpy()
+    return series.array
+
+
+def _masked_column(column: Any, inside: np.ndarray, own: np.ndarray, background: np.ndarray) -> Any:
+    """One column of a batch, row-major over (pair, background row): the explained row's cell
+    where ``inside`` (``bool[pairs, 1]``) holds, the background row's cell elsewhere.
+
+    ``own`` are the explained rows' positions in ``column``, ``background`` the background
+    rows'. NumPy columns are built from their values; ExtensionArrays are gathered by index.
+    """
+    if isinstance(column, np.ndarray):
+        return np.where(inside, column[own][:, None], column[background][None, :]).reshape(-1)
+    return column.take(np.where(inside, own[:, None], background[None, :]).reshape(-1))
 
 
 def _cell_bytes(schema: FrameSchema) -> int:

@@ -8,6 +8,7 @@ values and faithfulness use every selected term, not only the truncated ``values
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,8 +70,10 @@ class Interactions:
     values : dict[tuple[int, ...], float]
         Sorted player tuples ``T`` with ``1 <= len(T) <= max_order`` (order 1 for SV and BV) to
         their value; exact zeros dropped. Keys are ordered by size, then players.
-    baseline_value : float
-        ``v(∅)``; for FBII its own empty-set value, as shapiq reports it.
+    base_values : numpy.ndarray
+        ``[v(∅)]``, shape ``(1,)`` like every result's ``base_values``; for FBII its own
+        empty-set value, as shapiq reports it. (``baseline_value``, the float, is a deprecated
+        alias.)
     index : str
         One of :data:`INDICES`.
     max_order : int
@@ -97,7 +100,7 @@ class Interactions:
     """
 
     values: dict[Key, float]
-    baseline_value: float
+    base_values: np.ndarray
     index: str
     max_order: int
     n_players: int
@@ -120,7 +123,7 @@ class Interactions:
         keys, values, baseline, order = surrogate.interactions(index, max_order)
         return cls(
             values=dict(zip(keys, values.tolist(), strict=True)),
-            baseline_value=float(baseline),
+            base_values=np.array([float(baseline)]),
             index=index,
             max_order=order,
             n_players=surrogate.n_players,
@@ -135,16 +138,20 @@ class Interactions:
         return len(self.values)
 
     @property
-    def base_values(self) -> np.ndarray:
-        """``[baseline_value]``: the empty coalition's value as an array, like every result's
-        ``base_values``."""
-        return np.array([self.baseline_value])
+    def baseline_value(self) -> float:
+        """Deprecated: ``base_values[0]``, the empty coalition's value."""
+        warnings.warn(
+            "Interactions.baseline_value is deprecated; use Interactions.base_values[0]",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return float(self.base_values[0])
 
     def __repr__(self) -> str:
         return (
             f"Interactions(index={self.index!r}, max_order={self.max_order}, "
             f"n_players={self.n_players}, values={len(self.values)}, "
-            f"baseline_value={self.baseline_value:.6g}, n_evaluations={self.n_evaluations})"
+            f"base_values=[{self.base_values[0]:.6g}], n_evaluations={self.n_evaluations})"
         )
 
     def top(self, k: int = 10) -> list[tuple[Key, float]]:
@@ -203,7 +210,7 @@ class Interactions:
         """
         return shapiq_values(
             self.values,
-            self.baseline_value,
+            float(self.base_values[0]),
             index=self.index,
             max_order=self.max_order,
             n_players=self.n_players,
@@ -457,7 +464,7 @@ def exact_interactions(
     keys, result, baseline, order = _core.exact_interactions(values, n, index, max_order)
     return Interactions(
         values=dict(zip(keys, result.tolist(), strict=True)),
-        baseline_value=float(baseline),
+        base_values=np.array([float(baseline)]),
         index=index,
         max_order=order,
         n_players=n,

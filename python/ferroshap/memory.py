@@ -114,9 +114,21 @@ def check(engine: str, estimate: Estimate, max_memory: int | None, **arguments: 
     )
 
 
+def covers_all(n: int, budget: int) -> bool:
+    """Whether ``budget`` coalitions cover all ``2**n`` of ``n`` players, so that a design
+    enumerates them (the core's rule; no budget, a u64, covers 64 players or more).
+
+    Examples
+    --------
+    >>> covers_all(3, 8), covers_all(3, 7), covers_all(64, 2**64)
+    (True, False, False)
+    """
+    return n < 64 and budget >= 2**n
+
+
 def design_rows(n: int, budget: int) -> int:
     """Coalitions of a sampled design: the budget, or all ``2**n`` when it covers them."""
-    return budget if n >= 63 else min(budget, 2**n)
+    return 2**n if covers_all(n, budget) else budget
 
 
 def design_bytes(n: int, m: int) -> int:
@@ -133,7 +145,7 @@ def solver_bytes(method: str, n: int, m: int, solver: str = "auto") -> int:
     the SVD, the ``m x n`` design, its thin factors and the ``n x m`` operator. Other sampling
     methods hold an ``n x m`` operator. Exact enumeration holds the table only.
     """
-    if method == "exact" or (n < 63 and m >= 2**n):
+    if method == "exact" or covers_all(n, m):
         return m * FLOAT
     regression = method in ("kernel", "kernel-wor", "leverage", "modified-l2")
     normal = solver == "normal" or (solver == "auto" and n >= _core.CROSSOVER_PLAYERS)
@@ -220,6 +232,7 @@ __all__ = [
     "Estimate",
     "available_memory",
     "check",
+    "covers_all",
     "exact_estimate",
     "proxyspex_estimate",
     "resolve_max_memory",

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core
+from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.odd_sparse import refit_odd
 from ferroshap.validation import check_int
@@ -113,7 +113,7 @@ def resolve(method: str, n: int, budget: int) -> tuple[str, str | None]:
     if method not in PROXY_METHODS:
         return method, None
     minimum = minimum_budget(n)
-    if budget < minimum and (n >= 63 or budget < 2**n):
+    if budget < minimum and not memory.covers_all(n, budget):
         warnings.warn(
             f"budget={budget} is below the minimum {minimum} (max(4n, {2 * MIN_PAIRS + 2})) "
             f"that method={method!r} needs to fit its proxy; falling back to plain 'leverage'",

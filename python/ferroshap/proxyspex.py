@@ -287,7 +287,7 @@ class ProxySPEX:
         Returns
         -------
         Interactions
-            ``values``, ``baseline_value``, ``shapley_values()`` (from the whole surrogate), and
+            ``values``, ``base_values``, ``shapley_values()`` (from the whole surrogate), and
             ``diagnostics``: proxy and surrogate validation R², support size and basis, number
             of trees, and the seconds spent in model calls, proxy fit, extraction and refit.
         """
@@ -311,7 +311,7 @@ class ProxySPEX:
             grouped = read_groups(self.groups, names, n)
             game, n, names = _grouped_game(game, grouped), grouped.n_players, grouped.names
         raw = RawGame(game, n, options=self.options)
-        if n < 63 and self.budget >= 2**n and n <= _core.MAX_TABLE_PLAYERS:
+        if memory.covers_all(n, self.budget) and n <= _core.MAX_TABLE_PLAYERS:
             warnings.warn(
                 f"budget ≥ 2^n (budget={self.budget}, n={n}): computing exact interaction values "
                 "by enumeration",

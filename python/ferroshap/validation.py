@@ -38,9 +38,9 @@ def check_int(value: Any, name: str, minimum: int) -> int:
     3
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}", argument=name)
     if int(value) < minimum:
-        raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}")
+        raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}", argument=name)
     return int(value)
 
 
@@ -50,10 +50,11 @@ def check_seed(seed: Any) -> Seed:
         return seed
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise InvalidTypeError(
-            f"seed must be an int or a numpy.random.Generator, got {type(seed).__name__}"
+            f"seed must be an int or a numpy.random.Generator, got {type(seed).__name__}",
+            argument="seed",
         )
     if not 0 <= int(seed) < 2**64:
-        raise InvalidArgumentError(f"seed must be in [0, 2**64), got {seed}")
+        raise InvalidArgumentError(f"seed must be in [0, 2**64), got {seed}", argument="seed")
     return int(seed)
 
 
@@ -69,7 +70,8 @@ def check_int_seed(engine: Any) -> None:
     if not isinstance(engine.seed, int):
         raise InvalidArgumentError(
             f"seed: datasets need a {type(engine).__name__} with an int seed (one design for "
-            f"every chunk), got {type(engine.seed).__name__}"
+            f"every chunk), got {type(engine.seed).__name__}",
+            argument="seed",
         )
 
 

@@ -33,6 +33,7 @@ from ferroshap.bench.games import (
 )
 from ferroshap.bench.harness import run_one
 from ferroshap.errors import InvalidArgumentError
+from ferroshap.memory import covers_all
 
 __all__ = [
     "BACKGROUNDS",
@@ -92,7 +93,7 @@ class Cell:
     @property
     def exact(self) -> bool:
         """The budget reaches ``2**n``: every estimator may enumerate."""
-        return self.budget >= 2**self.n
+        return covers_all(self.n, self.budget)
 
     @property
     def key(self) -> str:

@@ -5,6 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use ferroshap_core::CoreError;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 /// Runs `f`, turning a panic into a [`CoreError::Numerical`] so that none reaches Python.
 pub fn guarded<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
@@ -21,17 +22,21 @@ pub fn guarded<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreErr
 }
 
 /// The Python exception for `err`: `InvalidArgumentError` (a `ValueError`) for bad arguments,
-/// `FerroshapError` for numerical failures.
+/// with the offending argument's name as its `argument` attribute, `FerroshapError` (whose
+/// `argument` is `None`) for numerical failures.
 pub fn to_py_err(py: Python<'_>, err: CoreError) -> PyErr {
-    let class = match err {
-        CoreError::InvalidArgument { .. } => "InvalidArgumentError",
-        CoreError::Numerical(_) => "FerroshapError",
+    let (class, argument) = match err {
+        CoreError::InvalidArgument { argument, .. } => ("InvalidArgumentError", Some(argument)),
+        CoreError::Numerical(_) => ("FerroshapError", None),
     };
     let message = err.to_string();
-    let built = py
-        .import("ferroshap.errors")
-        .and_then(|module| module.getattr(class))
-        .and_then(|cls| cls.call1((message.clone(),)));
+    let built = (|| {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("argument", argument)?;
+        py.import("ferroshap.errors")?
+            .getattr(class)?
+            .call((message.clone(),), Some(&kwargs))
+    })();
     match built {
         Ok(instance) => PyErr::from_value(instance),
         Err(_) => PyRuntimeError::new_err(message),
