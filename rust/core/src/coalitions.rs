@@ -220,7 +220,11 @@ mod tests {
             matrix.push(&mask);
         }
         let whole = matrix.to_indicators();
-        let pieces = [matrix.rows_to_indicators(0, 2), matrix.rows_to_indicators(2, 5)].concat();
+        let pieces = [
+            matrix.rows_to_indicators(0, 2),
+            matrix.rows_to_indicators(2, 5),
+        ]
+        .concat();
         assert_eq!(pieces, whole);
         assert!(matrix.rows_to_indicators(3, 3).is_empty());
     }
