@@ -91,3 +91,16 @@ def test_masked_inputs_read_the_design_a_chunk_at_a_time():
     assert max(stop - start for start, stop in design.requests) <= 64 // rows + 1
     memory_part = fs.memory.sampling_estimate("leverage", 4096, 40000).parts["masks"]
     assert memory_part <= fs.backend.DEFAULT_MAX_BYTES  # not 4096 x 40000
+
+
+def test_ill_conditioned_designs_fall_back_to_the_svd_with_a_warning():
+    """A full-rank design whose normal equations are too ill-conditioned (found by search:
+    modified-l2, n = 30, 31 coalitions, seed 1, unpaired) is solved by the SVD, said in a
+    warning, with the SVD's values."""
+    normal = _core.plan("modified-l2", 30, 31, 1, paired=False, solver="normal")
+    svd = _core.plan("modified-l2", 30, 31, 1, paired=False, solver="svd")
+    values = np.random.default_rng(0).normal(size=normal.n_coalitions)
+    with pytest.warns(UserWarning, match="ill-conditioned design"):
+        phi = normal.estimate(values)
+    assert normal.solver() == "svd" and normal.rank() == 29
+    np.testing.assert_allclose(phi, svd.estimate(values), rtol=1e-12, atol=1e-12)
