@@ -39,13 +39,21 @@ def test_exact_exactly_from_two_to_the_n(n: int) -> None:
 
 
 @pytest.mark.parametrize("n", [5, 10, auto.BORDER_MAX_PLAYERS])
-def test_kernel_wor_for_small_budgets_at_small_n(n: int) -> None:
+def test_odd_msr_or_kernel_wor_for_small_budgets_at_small_n(n: int) -> None:
     budget = auto.BORDER_FACTOR * n
     if budget < 2**n:
-        assert auto.choose(n, budget - 1).name == "kernel-wor"
-        assert auto.choose(n, budget).name != "kernel-wor"
+        below = "odd-msr" if budget - 1 >= minimum_budget(n) else "kernel-wor"
+        assert auto.choose(n, budget - 1).name == below
+        assert auto.choose(n, budget).name not in ("odd-msr", "kernel-wor")
     n_large = auto.BORDER_MAX_PLAYERS + 1
     assert auto.choose(n_large, auto.BORDER_FACTOR * n_large - 1).name == "proxy-leverage"
+
+
+def test_odd_msr_from_the_proxy_minimum_and_with_pairing_only() -> None:
+    n = 10
+    assert auto.choose(n, minimum_budget(n) - 1).name == "kernel-wor"
+    assert auto.choose(n, minimum_budget(n)).name == "odd-msr"
+    assert auto.choose(n, minimum_budget(n), paired=False).name == "kernel-wor"
 
 
 def test_leverage_below_the_proxy_minimum() -> None:
@@ -82,7 +90,8 @@ def test_the_rule_is_a_function_of_its_arguments_only() -> None:
 @pytest.mark.parametrize(
     ("n", "budget", "recipe"),
     [
-        (12, 60, "kernel-wor"),
+        (12, 40, "kernel-wor"),
+        (12, 60, "odd-msr"),
         (30, 100, "leverage"),
         (12, 200, "proxy-leverage"),
         (12, 600, "odd-sparse"),

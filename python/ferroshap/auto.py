@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ferroshap import _core, memory, proxy_adjusted
-from ferroshap.proxy_adjusted import ODD_SPARSE, minimum_budget
+from ferroshap.proxy_adjusted import ODD_MSR, ODD_SPARSE, minimum_budget
 
 __all__ = ["AUTO", "RECIPES", "Recipe", "choose", "resolve"]
 
@@ -52,6 +52,7 @@ RECIPES: dict[str, Recipe] = {
         Recipe("proxy-kernel-wor", "kernel-wor", "proxy-leverage"),
         Recipe("proxy-modified-l2", "modified-l2", "proxy-leverage"),
         Recipe("odd-sparse", "leverage", ODD_SPARSE),
+        Recipe("odd-msr", "kernel-wor", ODD_MSR),
     )
 }
 """Every recipe by name: plain designs, and designs followed by the odd-part proxy adjustment."""
@@ -62,8 +63,11 @@ BORDER_MAX_PLAYERS = 12
 
 BORDER_FACTOR = 6
 """... below ``budget = BORDER_FACTOR * n``: there the Shapley kernel's weight sits mostly on the
-border sizes (1 and n - 1), which ``"kernel-wor"`` enumerates in full, and a proxy has too few
-pairs to learn from."""
+border sizes (1 and n - 1), which ``"kernel-wor"`` enumerates in full, and the proxy of
+``"proxy-leverage"`` has too few pairs to learn from. From
+:func:`~ferroshap.proxy_adjusted.minimum_budget` on (with pairing) such budgets go to
+``"odd-msr"``: ``"kernel-wor"`` plus the Tree-MSR values of its odd residual (a proxy fitted on
+every sampled residual, what it misses estimated by MSR)."""
 
 ODD_SPARSE_FACTOR = 40
 """From ``budget >= ODD_SPARSE_FACTOR * n`` on, ``auto`` refits the odd part on a sparse support
@@ -85,7 +89,10 @@ def choose(
     game). The rule, in order:
 
     1. ``budget >= 2**n`` (and ``n <= 24``): ``"exact"`` (full enumeration, no warning);
-    2. ``n <= 12`` and ``budget < 6 n``: ``"kernel-wor"`` (border sizes enumerated);
+    2. ``n <= 12`` and ``budget < 6 n``: ``"odd-msr"`` (``"kernel-wor"`` adjusted by Tree MSR
+       of its odd residual) when the budget reaches
+       :func:`~ferroshap.proxy_adjusted.minimum_budget` and pairing is on, else
+       ``"kernel-wor"`` (border sizes enumerated);
     3. ``budget`` below :func:`~ferroshap.proxy_adjusted.minimum_budget` (too few pairs to fit a
        proxy): ``"leverage"``;
     4. paired designs with ``budget >= 40 n`` (``15 n`` for a single background row):
@@ -97,8 +104,8 @@ def choose(
 
     Examples
     --------
-    >>> choose(8, 256).name, choose(10, 50).name, choose(30, 100).name
-    ('exact', 'kernel-wor', 'leverage')
+    >>> choose(8, 256).name, choose(10, 50).name, choose(10, 40).name, choose(30, 100).name
+    ('exact', 'odd-msr', 'kernel-wor', 'leverage')
     >>> choose(30, 512).name, choose(30, 2048).name
     ('proxy-leverage', 'odd-sparse')
     >>> choose(10, 200, n_background=1).name, choose(10, 200, paired=False, n_background=1).name
@@ -107,7 +114,8 @@ def choose(
     if n <= _core.MAX_EXACT_PLAYERS and memory.covers_all(n, budget):
         return RECIPES["exact"]
     if n <= BORDER_MAX_PLAYERS and budget < BORDER_FACTOR * n:
-        return RECIPES["kernel-wor"]
+        proxy_fits = paired and budget >= minimum_budget(n)
+        return RECIPES["odd-msr" if proxy_fits else "kernel-wor"]
     if budget < minimum_budget(n):
         return RECIPES["leverage"]
     factor = SINGLE_BASELINE_FACTOR if n_background == 1 else ODD_SPARSE_FACTOR

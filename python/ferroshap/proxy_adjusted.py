@@ -41,6 +41,7 @@ from ferroshap.validation import check_int
 
 __all__ = [
     "MIN_PAIRS",
+    "ODD_MSR",
     "ODD_SPARSE",
     "PROXY_METHODS",
     "PROXY_PARAMS",
@@ -56,6 +57,11 @@ ODD_SPARSE = "odd-sparse"
 ``"proxy-leverage"``, with the proxy replaced by a least-squares refit of the odd part on the
 proxy's largest odd Fourier terms."""
 """Methods that adjust a LeverageSHAP design with a LightGBM proxy (not planned by the core)."""
+
+ODD_MSR = "odd-msr"
+"""Tree MSR of the regression's odd residual (used by ``method="auto"`` at small budgets):
+the design's estimate plus the Tree-MSR values of its odd residual game, so a game the
+regression fits exactly (order ≤ 2 with pairing) keeps its exact values."""
 
 PROXY_PARAMS: dict[str, Any] = {
     "objective": "regression",
@@ -145,7 +151,7 @@ def adjust(
 ) -> np.ndarray:
     """Proxy-adjusted Shapley values ``[R, n]`` from a regression design's values ``[m, R]`` and
     its estimate ``phi`` ``[R, n]``; exact designs are returned unchanged. ``method`` is one of
-    :data:`PROXY_METHODS` or :data:`ODD_SPARSE`.
+    :data:`PROXY_METHODS`, :data:`ODD_SPARSE` or :data:`ODD_MSR`.
 
     Each row of the result sums to ``v(N) - v(empty)`` (rounding corrected).
 
@@ -182,6 +188,13 @@ def adjust(
         with ThreadPoolExecutor(max_workers=min(values.shape[1], os.cpu_count() or 1)) as pool:
             phi_f, fitted = zip(*pool.map(proxy, range(values.shape[1])), strict=True)
         out = phi + np.stack(phi_f) - design.estimate(np.ascontiguousarray(np.stack(fitted, 1)))
+    elif method == ODD_MSR:
+        odd = odd_residual(masks, complement, values, phi)
+        folds = _folds(complement, 1, design.seed, design.stream)
+        weights = _msr_weights(masks)
+        out = phi + np.stack(
+            [_tree_msr(masks, odd[:, j], folds, weights) for j in range(values.shape[1])]
+        )
     elif method == "tree-msr":
         folds = _folds(complement, cross_fit or 1, design.seed, design.stream)
         weights = _msr_weights(masks)
@@ -189,7 +202,7 @@ def adjust(
             [_tree_msr(masks, values[:, j], folds, weights) for j in range(values.shape[1])]
         )
     else:
-        valid = (*PROXY_METHODS, ODD_SPARSE)
+        valid = (*PROXY_METHODS, ODD_SPARSE, ODD_MSR)
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
     out += ((v1 - v0) - out.sum(axis=1))[:, None] / n
     return out
