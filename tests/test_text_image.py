@@ -118,6 +118,30 @@ def test_text_interactions_match_enumeration() -> None:
     np.testing.assert_allclose(exact, brute_force_shapley(game, n), atol=1e-12)
 
 
+def test_several_outputs_are_all_explained() -> None:
+    """A model of two scores (text) or three class scores (image): Explainer explains every
+    column, each as the one-output game would."""
+
+    def two(texts: list[str]) -> np.ndarray:
+        return np.stack([word_scores(texts), 2.0 * word_scores(texts) + 1.0], axis=1)
+
+    masker = fs.maskers.Text()
+    ex = fs.Explainer(two, masker=masker, method="exact")(PASSAGE)
+    one = fs.Explainer(word_scores, masker=masker, method="exact")(PASSAGE)
+    assert ex.values.shape == (1, 12, 2) and ex.base_values.shape == (1, 2)
+    np.testing.assert_allclose(ex.values[0, :, 1], 2.0 * one.values[0], atol=1e-12)
+    image = np.random.default_rng(5).random((4, 4))
+
+    def three(images: np.ndarray) -> np.ndarray:
+        flat = images.reshape(len(images), -1)
+        return np.stack([flat.sum(1), flat[:, :4].prod(1), flat.max(1)], axis=1)
+
+    image_ex = fs.Explainer(three, masker=fs.maskers.Image(2), method="exact")(image)
+    assert image_ex.values.shape == (1, 4, 3)
+    np.testing.assert_allclose(image_ex.values[0].sum(0), three(image[None])[0] - three(
+        np.zeros((1, 4, 4)))[0], atol=1e-12)  # fmt: skip
+
+
 def test_text_model_calls_are_chunked() -> None:
     calls: list[int] = []
 
@@ -144,9 +168,10 @@ def test_text_bad_input() -> None:
     with pytest.warns(UserWarning, match="dropped instead"):
         masker = fs.maskers.Text(object(), mode="mask")
     assert masker.mode == "drop"
-    game, _ = fs.maskers.Text().game(lambda texts: np.ones((len(texts), 2)), PASSAGE)
-    with pytest.raises(InvalidArgumentError, match="one value per text"):
-        game(np.ones((1, 12), bool))
+    with pytest.raises(InvalidArgumentError, match="one value per coalition"):
+        fs.ProxySPEX(lambda texts: np.ones((len(texts), 2)), masker=fs.maskers.Text()).explain(
+            PASSAGE
+        )
     with pytest.raises(InvalidArgumentError, match="background cannot be combined"):
         fs.Explainer(word_scores, np.zeros((1, 3)), masker=fs.maskers.Text())
     with pytest.raises(InvalidArgumentError, match="background is required"):
@@ -241,8 +266,6 @@ def test_image_bad_input() -> None:
         fs.maskers.Image(2, fill=np.zeros((2, 3, 3))).game(pixel_sum, np.zeros((4, 4)))
     with pytest.raises(InvalidArgumentError, match="fill must be"):
         fs.maskers.Image(2, fill="noise")
-    with pytest.raises(InvalidArgumentError, match="one output per image"):
-        fs.maskers.Image(2).game(lambda b: np.ones((len(b), 3)), np.zeros((4, 4)))
 
 
 @pytest.mark.torch

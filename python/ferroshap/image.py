@@ -69,8 +69,9 @@ class Image:
     ``v(S) = mean_b f(x_S, b_notS)``: pixels of the patches in ``S`` come from the image ``x``,
     the others from each fill image ``b``. The model receives a batch ``[batch, *x.shape]`` in
     the image's array library (a NumPy image for a ``torch.nn.Module`` is moved to its device
-    and dtype) and returns ``[batch]`` scores, or ``[batch, k]`` with ``output_index`` picking
-    one on the engine. Use it as the ``masker`` of :class:`ferroshap.Explainer` or
+    and dtype) and returns ``[batch]`` scores, or ``[batch, k]`` (every column explained by
+    :class:`ferroshap.Explainer`; :class:`ferroshap.ProxySPEX` needs one, picked with
+    ``output_index``). Use it as the ``masker`` of :class:`ferroshap.Explainer` or
     :class:`ferroshap.ProxySPEX`; :meth:`game` gives the game for
     :func:`ferroshap.shapley_values`.
 
@@ -187,11 +188,6 @@ class Image:
             image.reshape((1, -1)),
             options=self.options,
         )
-        if tabular.output_shape not in ((), (1,)):
-            raise InvalidArgumentError(
-                f"model must return one output per image, got {tabular.output_shape} outputs; "
-                "pick one with output_index"
-            )
         per_chunk = max(1, EXPAND_BYTES // pixel_player.size)
 
         def game(masks: np.ndarray) -> np.ndarray:
@@ -200,11 +196,13 @@ class Image:
                 raise InvalidArgumentError(
                     f"masks must have shape [k, {n}] (one column per patch), got {masks.shape}"
                 )
-            values = [
-                tabular.evaluate(masks[start : start + per_chunk][:, pixel_player])[:, 0]
-                for start in range(0, len(masks), per_chunk)
-            ]
-            return np.concatenate(values) if values else np.empty(0)
+            values = np.concatenate(
+                [
+                    tabular.evaluate(masks[start : start + per_chunk][:, pixel_player])
+                    for start in range(0, len(masks), per_chunk)
+                ]
+            )
+            return values[:, 0] if tabular.output_shape in ((), (1,)) else values
 
         return game, n
 

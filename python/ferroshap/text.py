@@ -19,7 +19,7 @@ import numpy as np
 from ferroshap.backend import DEFAULT_MAX_BYTES, check_outputs
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.models import as_model_function
-from ferroshap.query import QueryOptions, query, single_output, units_per_call
+from ferroshap.query import QueryOptions, query, units_per_call
 
 __all__ = ["MODES", "UNITS", "Text", "TextUnits"]
 
@@ -87,8 +87,9 @@ class Text:
     """Players are the words (or tokens, or sentences) of a passage.
 
     ``v(S)`` is the model's score of the passage with the units outside ``S`` masked; the
-    model is any callable on ``list[str]`` returning ``[k]`` scores (or ``[k, 1]``; pick a
-    column of a wider output with ``output_index`` on the engine). Use it as the ``masker`` of
+    model is any callable on ``list[str]`` returning ``[k]`` scores, or ``[k, c]`` (every
+    column explained by :class:`ferroshap.Explainer`; :class:`ferroshap.ProxySPEX` needs one,
+    picked with ``output_index``). Use it as the ``masker`` of
     :class:`ferroshap.Explainer` or :class:`ferroshap.ProxySPEX`; results are labelled with the
     units. :meth:`game` gives the game itself, for :func:`ferroshap.shapley_values`.
 
@@ -197,7 +198,7 @@ class Text:
             values = query(
                 len(masks), per_call, chunk, progress=self.options.progress, desc="texts"
             )
-            return single_output(values, "model", "text")
+            return values[:, 0] if values.shape[1] == 1 else values
 
         return game, n
 
