@@ -397,7 +397,7 @@ class Explainer:
         _check_method(self.method, n)
         budget = _check_budget(self.budget, self.method, n)
         raw = RawGame(_linked(function, self.link), n, options=self.options)
-        phi, design, recipe = _game_values(
+        phi, design, recipe, values = _game_values(
             raw,
             None,
             self.method,
@@ -408,13 +408,13 @@ class Explainer:
             self.max_memory,
             "Explainer",
         )
-        empty = raw.evaluate(np.zeros((1, n), dtype=bool))[0]
+        empty = values[0]  # every design's first coalition is the empty one
         return Explanation(
             values=phi[:1] if raw.output_shape == () else phi.T[None],
             base_values=empty[:1] if raw.output_shape == () else empty[None],
             data=np.array([names], dtype=object),
             feature_names=names,
-            n_evaluations=design.n_coalitions + 1,
+            n_evaluations=design.n_coalitions,
             method=self.method,
             budget=budget,
             estimator="exact" if design.exact else recipe.name,
@@ -486,7 +486,7 @@ def shapley_values(
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
     raw = RawGame(game, n_features, options=options)
-    phi, _, _ = _game_values(
+    phi, _, _, _ = _game_values(
         raw,
         grouped,
         method,
@@ -510,10 +510,10 @@ def _game_values(
     cross_fit: int | None,
     max_memory: int | None,
     engine: str,
-) -> tuple[np.ndarray, _core.Design, Recipe]:
+) -> tuple[np.ndarray, _core.Design, Recipe, np.ndarray]:
     """Shapley values ``[R, n]`` of a raw game (on ``groups``' players if given) by ``method``,
-    with the design and recipe that produced them; ``engine`` names the caller in memory
-    errors."""
+    with the design and recipe that produced them and the game's values ``[m, R]`` on the
+    design (row 0 is the empty coalition); ``engine`` names the caller in memory errors."""
     n = raw.n_players if groups is None else groups.n_players
     recipe = resolve(method, n, budget, paired)
     estimate = memory.sampling_estimate(
@@ -523,7 +523,7 @@ def _game_values(
     (design,) = _plan(recipe.planned, n, budget, draw_seed(seed), paired, [0], method != AUTO)
     values = raw.evaluate(_design_masks(design, groups))
     (phi,) = _estimate([design], [values], recipe.proxy, cross_fit)
-    return phi, design, recipe
+    return phi, design, recipe, values
 
 
 def _design_masks(design: _core.Design, groups: Groups | None) -> DesignMasks:

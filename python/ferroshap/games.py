@@ -148,8 +148,8 @@ class _DeviceInputs:
         info = xp.finfo(dtype) if xp.isdtype(dtype, "real floating") else None
         self.itemsize = info.bits // 8 if info is not None else 8
 
-    def prepare(self, masks: Masks, rows: np.ndarray | None) -> None:
-        self._masks = self.backend.asarray(np.ascontiguousarray(_whole(masks), dtype=bool))
+    def prepare(self, masks: np.ndarray, rows: np.ndarray | None) -> None:
+        self._masks = self.backend.asarray(np.ascontiguousarray(masks, dtype=bool))
         self._rows = None if rows is None else self.backend.asarray(rows.astype(np.int64))
 
     def batch(self, start: int, stop: int) -> Any:
@@ -284,10 +284,10 @@ class TabularGame:
             unit_rows=self._n_background,
             chunk_bytes=self._backend.chunk_bytes(self._options.max_bytes),
         )
-        if isinstance(self._inputs, FrameInputs):
-            self._inputs.prepare(_whole(masks), rows)
-        else:
+        if isinstance(self._inputs, _HostInputs):  # the only inputs that read masks in chunks
             self._inputs.prepare(masks, rows)
+        else:
+            self._inputs.prepare(_whole(masks), rows)
         out = query(
             n_pairs,
             per_call,

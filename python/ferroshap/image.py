@@ -169,6 +169,7 @@ class Image:
         labels = self.labels(x)
         n = int(labels.max()) + 1
         shape = tuple(int(s) for s in x.shape)
+        _check_numbers(x, "x")
         pixel_player = self._broadcast(labels, shape).reshape(-1)
         image = function.place(x)
         fills = function.place(self._fills(x, shape))
@@ -246,12 +247,9 @@ class Image:
                     f"fill images must have shape [B, {', '.join(map(str, shape))}] like the "
                     f"image, got {tuple(images.shape)}"
                 )
-            check_finite(images, "fill")
+            _check_numbers(images, "fill")
             return images
         host = to_numpy(x)
-        if host.dtype.kind not in "biuf":
-            raise InvalidTypeError(f"x must hold numbers, got dtype {host.dtype}")
-        check_finite(host, "x")
         dtype = host.dtype if host.dtype.kind == "f" else np.float64
         if self.fill == "blur":
             filled = _blurred(host.astype(dtype), self._spatial_axes(shape), self._sigma())
@@ -281,6 +279,15 @@ def _blurred(image: np.ndarray, axes: tuple[int, int], sigma: float) -> np.ndarr
 
     sigmas = [sigma if axis in axes else 0.0 for axis in range(image.ndim)]
     return gaussian_filter(image, sigma=sigmas, mode="nearest")
+
+
+def _check_numbers(images: Any, name: str) -> None:
+    """Raise unless ``images`` (of any array library; read through a host copy) hold finite
+    numbers."""
+    host = to_numpy(images)
+    if host.dtype.kind not in "biuf":
+        raise InvalidTypeError(f"{name} must hold numbers, got dtype {host.dtype}")
+    check_finite(host, name)
 
 
 def _check_segments(segments: Any) -> np.ndarray:
