@@ -5,6 +5,7 @@ of games with exact truth, resumable cell by cell.
 Usage::
 
     python benches/suite.py [--out DIR] [--smoke] [--games a,b] [--methods a,b] [--seeds K]
+                            [--jobs J]
 
 Writes ``DIR/cells/*.parquet`` (one per finished cell; rerun to resume), ``DIR/suite.parquet``
 (every run), ``DIR/suite_summary.parquet``, ``DIR/suite.md`` and ``DIR/suite.png``.
@@ -50,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", type=_names, help="estimators (default: all but slow peers)")
     parser.add_argument("--seeds", type=int, help="seeds 0 .. K-1 (default 20; smoke 2)")
     parser.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="worker processes, one (game, background) each"
+    )
     args = parser.parse_args(argv)
     fix_threads()
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -65,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         methods=args.methods or suite.default_methods(smoke=args.smoke),
         seeds=range(args.first_seed, args.first_seed + count),
         progress=lambda line: print(line, file=sys.stderr, flush=True),
+        jobs=args.jobs,
         **grid,
     )
     summary = suite.summarize_suite(runs)

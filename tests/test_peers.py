@@ -157,3 +157,17 @@ def test_suite_rerun_with_another_estimator_runs_only_that_one(tmp_path, monkeyp
     assert runs.height == 4
     with pytest.raises(InvalidArgumentError, match="seeds"):
         suite.run_suite(tmp_path, methods=["leverage"], seeds=[5], **grid)
+
+
+def test_suite_in_worker_processes_matches_one_process(tmp_path) -> None:
+    grid = {"games": ["forest", "soum30"], "backgrounds": [1], "factors": [5]}
+    key = ["cell", "seed", "method"]
+    one = suite.run_suite(tmp_path / "one", methods=["leverage"], seeds=[0], **grid).sort(key)
+    two = suite.run_suite(tmp_path / "two", methods=["leverage"], seeds=[0], jobs=2, **grid)
+    assert two.sort(key)["rel_error"].to_list() == one["rel_error"].to_list()
+    assert sorted(p.name for p in (tmp_path / "two" / "cells").iterdir()) == [
+        "forest_bg1_b50.parquet",
+        "soum30_bg1_b150.parquet",
+    ]
+    with pytest.raises(InvalidArgumentError, match="jobs"):
+        suite.run_suite(tmp_path / "bad", methods=["leverage"], seeds=[0], jobs=0, **grid)

@@ -145,6 +145,7 @@ def run_suite(
     backgrounds: Sequence[int] = BACKGROUNDS,
     factors: Sequence[int] = BUDGET_FACTORS,
     progress: Callable[[str], None] | None = None,
+    jobs: int = 1,
 ) -> Any:
     """Run what ``out/cells`` does not hold yet (whole cells, or the estimators a cell lacks) and
     return every run of the grid for ``methods``.
@@ -159,6 +160,11 @@ def run_suite(
         Estimator names (default :func:`default_methods`).
     progress
         Called with a line per cell.
+    jobs
+        Worker processes. Each runs the cells of one (game, background) at a time (the game is
+        built once per worker and task) with ``$FERROSHAP_BENCH_THREADS / jobs`` threads (at
+        least one), so the wall seconds per row stay comparable within a run. Accuracy does not
+        depend on it; a cell is written whole by the process that ran it.
 
     Returns
     -------
@@ -170,43 +176,111 @@ def run_suite(
 
     methods = list(methods) if methods is not None else default_methods()
     check_estimators(methods)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise InvalidArgumentError(f"jobs must be a positive integer, got {jobs!r}")
     folder = Path(out) / "cells"
     folder.mkdir(parents=True, exist_ok=True)
-    built: dict[tuple[str, int], BenchGame] = {}
-    for cell in cells(games, backgrounds, factors):
-        path = folder / f"{cell.key}.parquet"
-        previous = pl.read_parquet(path) if path.exists() else None
-        done = set() if previous is None else set(previous["method"].unique())
-        todo = [m for m in methods if m not in done]
-        if previous is not None and set(previous["seed"].unique()) != set(seeds):
-            raise InvalidArgumentError(
-                f"seeds: {path} holds seeds {sorted(previous['seed'].unique())}, not {list(seeds)};"
-                " use another out folder for another seed range"
-            )
-        if not todo:
-            continue
+    grid = cells(games, backgrounds, factors)
+    tasks: dict[tuple[str, int], list[tuple[Cell, list[str]]]] = {}
+    for cell in grid:
+        todo = _missing_methods(folder / f"{cell.key}.parquet", methods, seeds)
+        if todo:
+            tasks.setdefault((cell.game, cell.background), []).append((cell, todo))
+    report = progress or (lambda line: None)
+    if jobs == 1 or len(tasks) <= 1:
+        for work in tasks.values():
+            _run_cells(folder, work, list(seeds), report)
+    else:
+        _run_in_processes(folder, list(tasks.values()), list(seeds), jobs, report)
+    wanted = [folder / f"{c.key}.parquet" for c in grid]
+    runs = pl.concat([pl.read_parquet(p) for p in wanted], how="diagonal_relaxed")
+    return runs.filter(pl.col("method").is_in(methods))
+
+
+def _missing_methods(path: Path, methods: Sequence[str], seeds: Sequence[int]) -> list[str]:
+    """The ``methods`` that the checkpoint at ``path`` lacks (all of them without one); raises
+    when it holds another seed range."""
+    import polars as pl
+
+    if not path.exists():
+        return list(methods)
+    previous = pl.read_parquet(path, columns=["method", "seed"])
+    if set(previous["seed"].unique()) != set(seeds):
+        raise InvalidArgumentError(
+            f"seeds: {path} holds seeds {sorted(previous['seed'].unique())}, not {list(seeds)};"
+            " use another out folder for another seed range"
+        )
+    done = set(previous["method"].unique())
+    return [m for m in methods if m not in done]
+
+
+def _run_cells(
+    folder: Path,
+    work: list[tuple[Cell, list[str]]],
+    seeds: list[int],
+    report: Callable[[str], None] | None = None,
+) -> list[str]:
+    """Run the cells of one (game, background), each for its missing methods, writing every
+    finished cell to its checkpoint (through a temporary file); returns one progress line per
+    cell, each also passed to ``report`` as soon as its cell is written."""
+    import polars as pl
+
+    lines = []
+    game: BenchGame | None = None
+    for cell, todo in work:
         start = time.perf_counter()
-        game = built.get((cell.game, cell.background))
         if game is None:
             game = SUITE_GAMES[cell.game][1](cell.background)
             assert game.n == cell.n, f"{cell.game} has {game.n} players, SUITE_GAMES says {cell.n}"
-            built[(cell.game, cell.background)] = game
         records = [
             run_one(game, method, cell.budget, seed) | {"background": cell.background}
             for seed in seeds
             for method in todo
         ]
         frame = pl.DataFrame(records).with_columns(cell=pl.lit(cell.key), game=pl.lit(cell.game))
-        if previous is not None:
-            frame = pl.concat([previous, frame], how="diagonal_relaxed")
+        path = folder / f"{cell.key}.parquet"
+        if path.exists():
+            frame = pl.concat([pl.read_parquet(path), frame], how="diagonal_relaxed")
         partial = path.with_suffix(".parquet.tmp")
         frame.write_parquet(partial)
         os.replace(partial, path)
-        if progress is not None:
-            progress(f"{cell.key}: {len(records)} runs in {time.perf_counter() - start:.1f} s")
-    wanted = [folder / f"{c.key}.parquet" for c in cells(games, backgrounds, factors)]
-    runs = pl.concat([pl.read_parquet(p) for p in wanted], how="diagonal_relaxed")
-    return runs.filter(pl.col("method").is_in(methods))
+        lines.append(f"{cell.key}: {len(records)} runs in {time.perf_counter() - start:.1f} s")
+        if report is not None:
+            report(lines[-1])
+    return lines
+
+
+def _run_in_processes(
+    folder: Path,
+    tasks: list[list[tuple[Cell, list[str]]]],
+    seeds: list[int],
+    jobs: int,
+    report: Callable[[str], None],
+) -> None:
+    """:func:`_run_cells` of every task on ``jobs`` spawned processes, each with its share of
+    the threads (set in the environment the workers start from)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from ferroshap.bench.timing import THREAD_VARIABLES
+
+    total = int(os.environ.get("FERROSHAP_BENCH_THREADS", os.cpu_count() or 1))
+    share = str(max(1, total // jobs))
+    saved = {name: os.environ.get(name) for name in ("FERROSHAP_BENCH_THREADS", *THREAD_VARIABLES)}
+    os.environ.update(dict.fromkeys(saved, share))
+    try:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            futures = [pool.submit(_run_cells, folder, work, seeds) for work in tasks]
+            for future in as_completed(futures):
+                for line in future.result():
+                    report(line)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def summarize_suite(runs: Any, tiny: float = 1e-12) -> Any:
