@@ -113,6 +113,8 @@ pub struct Refit {
     pub support: usize,
     /// R² on the validation set of the training-only fit with that support.
     pub validation_r2: f64,
+    /// That training-only fit's predictions on the validation rows (for blending bases).
+    pub validation_fitted: Vec<f64>,
 }
 
 /// Least-squares columns for the keys on the given rows: `[S ⊆ x]` (Möbius) or
@@ -244,7 +246,7 @@ pub fn select_and_refit(
     }
     let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
     let val_design = design(&keys, basis, &validation, n);
-    let mut best = (0usize, f64::NEG_INFINITY);
+    let mut best = (0usize, f64::NEG_INFINITY, Vec::new());
     for k in size_grid(keys.len() - 1) {
         let beta = back_substitute(&r, &z, k + 1);
         let fitted: Vec<f64> = (0..validation.rows())
@@ -252,10 +254,10 @@ pub fn select_and_refit(
             .collect();
         let score = r_squared(validation.values, &fitted);
         if score > best.1 {
-            best = (k, score);
+            best = (k, score, fitted);
         }
     }
-    let (k, validation_r2) = best;
+    let (k, validation_r2, validation_fitted) = best;
     let keys: Vec<Key> = keys.into_iter().take(k + 1).collect();
     let all_masks = [train.masks, validation.masks].concat();
     let all_values = [train.values, validation.values].concat();
@@ -275,6 +277,7 @@ pub fn select_and_refit(
         function: SparseFunction::new(basis, n, terms)?,
         support: k,
         validation_r2,
+        validation_fitted,
     })
 }
 

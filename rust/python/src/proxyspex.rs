@@ -230,7 +230,8 @@ fn plan_masks<'py>(
     PyArray1::from_vec(py, matrix.to_indicators()).reshape([rows, n_players])
 }
 
-/// Top-k support selection on a validation split and least-squares refit.
+/// Top-k support selection on a validation split and least-squares refit; also returns the
+/// chosen training-only fit's predictions on the validation rows.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn select_and_refit<'py>(
@@ -241,7 +242,7 @@ fn select_and_refit<'py>(
     train_values: PyReadonlyArray1<'py, f64>,
     validation_masks: PyReadonlyArray2<'py, bool>,
     validation_values: PyReadonlyArray1<'py, f64>,
-) -> PyResult<(PySparseFunction, usize, f64)> {
+) -> PyResult<(PySparseFunction, usize, f64, Bound<'py, PyArray1<f64>>)> {
     let n = spectrum.inner.n_players();
     let prepared = (|| -> Result<_, CoreError> {
         Ok((
@@ -277,6 +278,7 @@ fn select_and_refit<'py>(
         },
         refit.support,
         refit.validation_r2,
+        PyArray1::from_vec(py, refit.validation_fitted),
     ))
 }
 
