@@ -169,3 +169,32 @@ def test_learning_rate_grows_with_players() -> None:
     assert proxy_threads(100) == 1 and 1 <= proxy_threads(2**24) <= 8
     iv = fs.ProxySPEX(Soum(300, 10, 2, seed=1), n_players=300, budget=600, seed=0).explain()
     assert iv.diagnostics["learning_rate"] == pytest.approx(proxy_learning_rate(300))
+
+
+def test_blend_of_the_bases_scores_at_least_either_basis_alone() -> None:
+    from ferroshap.interactions import r_squared
+    from ferroshap.proxyspex import (
+        BLEND_WEIGHTS,
+        DEFAULT_PROXY_PARAMS,
+        SELECTION_BASES,
+        _blend,
+        _fit_proxy,
+    )
+
+    n, soum = 20, Soum(20, 15, 3, 0)
+    masks = _core.plan_masks(n, 600, 0)
+    values = soum(masks) + np.random.default_rng(0).normal(0.0, 0.1, len(masks))
+    train, validation = (masks[:480], values[:480]), (masks[480:], values[480:])
+    booster = _fit_proxy({**DEFAULT_PROXY_PARAMS, "learning_rate": 0.1}, train, validation)
+    spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
+    fits = [_core.select_and_refit(spectrum, b, *train, *validation) for b in SELECTION_BASES]
+    surrogate, weight, score = _blend(fits, validation[1])
+    assert weight in BLEND_WEIGHTS
+    assert score >= max(r_squared(validation[1], fit[3]) for fit in fits)
+    probe = np.random.default_rng(1).random((50, n)) < 0.5
+    mixed = weight * fits[0][0].evaluate(probe) + (1 - weight) * fits[1][0].evaluate(probe)
+    np.testing.assert_allclose(surrogate.evaluate(probe), mixed, atol=1e-10)
+    same, tie_weight, _ = _blend([fits[0], fits[0]], validation[1])
+    assert tie_weight == 1.0 and same is fits[0][0]  # equal fits: the single basis, as it is
+    iv = fs.ProxySPEX(lambda m: soum(m), n_players=n, budget=600, seed=0).explain()
+    assert iv.diagnostics["basis"] in ("Moebius", "Fourier", "blend")
