@@ -216,7 +216,8 @@ def select_and_refit(
 ) -> tuple[SparseFunction, int, float, NDArray[np.float64]]:
     """Top-k support of ``spectrum`` in ``basis``, k chosen by validation R², refitted by least
     squares on both sets. Returns ``(surrogate, k, validation_r2, validation_fitted)``: the last
-    are the predictions on the validation rows of the training-only fit with that support."""
+    are the predictions on the validation rows of the training-only fit with that support (the
+    intercept alone when no support scores)."""
 
 def exact_interactions(
     values: NDArray[np.float64], n_players: int, index: str, max_order: int

@@ -426,9 +426,6 @@ def _blend(fits: list[Any], validation: np.ndarray) -> tuple[Any, float, float]:
     returns ``(surrogate, weight, validation R²)``. A weight of 1 or 0 keeps that basis's fit as
     it is; any other sums both in the Fourier basis."""
     (moebius, _, _, moebius_fitted), (fourier, _, _, fourier_fitted) = fits
-    if len(moebius_fitted) != len(validation) or len(fourier_fitted) != len(validation):
-        best = max(fits, key=lambda fit: fit[2])  # no support scored: keep the better one
-        return best[0], 1.0 if best is fits[0] else 0.0, best[2]
     scores = [
         r_squared(validation, w * moebius_fitted + (1.0 - w) * fourier_fitted)
         for w in BLEND_WEIGHTS

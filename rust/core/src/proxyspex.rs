@@ -246,12 +246,17 @@ pub fn select_and_refit(
     }
     let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
     let val_design = design(&keys, basis, &validation, n);
-    let mut best = (0usize, f64::NEG_INFINITY, Vec::new());
-    for k in size_grid(keys.len() - 1) {
+    // validation predictions of the training-only fit on the top-`k` keys (∅ included)
+    let fitted_with = |k: usize| -> Vec<f64> {
         let beta = back_substitute(&r, &z, k + 1);
-        let fitted: Vec<f64> = (0..validation.rows())
+        (0..validation.rows())
             .map(|i| (0..=k).map(|j| val_design[(i, j)] * beta[j]).sum())
-            .collect();
+            .collect()
+    };
+    // the intercept alone stands when no support scores above -inf
+    let mut best = (0usize, f64::NEG_INFINITY, fitted_with(0));
+    for k in size_grid(keys.len() - 1) {
+        let fitted = fitted_with(k);
         let score = r_squared(validation.values, &fitted);
         if score > best.1 {
             best = (k, score, fitted);
