@@ -150,6 +150,62 @@ def test_every_dtype_is_masked_cell_by_cell(library) -> None:
         np.testing.assert_allclose(ex.values[:, j], expected, rtol=0, atol=1e-12)
 
 
+def typed_frame(library: str, rows: int, seed: int):
+    """Number columns of several widths (and, for polars, one with nulls) beside a string."""
+    rng = np.random.default_rng(seed)
+    columns = {
+        "f32": rng.normal(size=rows).astype(np.float32),
+        "i32": rng.integers(-5, 5, rows).astype(np.int32),
+        "u8": rng.integers(0, 200, rows).astype(np.uint8),
+        "f64": rng.normal(size=rows),
+        "word": rng.choice(["a", "bb", "ccc"], rows),
+        "i64": rng.integers(0, 1000, rows),
+    }
+    if library == "pandas":
+        frame = pd.DataFrame(columns)
+        return frame.astype({"i64": "Int64"})  # a pandas extension dtype: gathered
+    holes = pl.Series("i64", columns.pop("i64")).scatter([0], None)  # a null: gathered
+    return pl.DataFrame(columns).with_columns(holes)
+
+
+@pytest.mark.parametrize("library", ["pandas", "polars"])
+def test_frame_batches_equal_a_gather_of_source_rows(library) -> None:
+    """Each batch equals the source rows gathered cell by cell: values and dtypes, nulls kept."""
+    from ferroshap.frames import FrameInputs, FrameSchema
+
+    background, X = typed_frame(library, 5, 0), typed_frame(library, 3, 1)
+    inputs = FrameInputs(FrameSchema.of(background), background, X)
+    masks = np.random.default_rng(2).random((7, background.shape[1])) < 0.5
+    inputs.prepare(masks, None)
+    source = (
+        pd.concat([background, X], ignore_index=True)
+        if library == "pandas"
+        else pl.concat([background, X])
+    )
+    for start, stop in ((0, 21), (4, 11)):
+        pairs = np.arange(start, stop)
+        own = len(background) + pairs % len(X)  # pairs are mask-major over the rows
+        inside = masks[pairs // len(X)]  # [pairs, n]
+        index = np.where(inside[:, None, :], own[:, None, None], np.arange(5)[None, :, None])
+        index = index.reshape(-1, background.shape[1])  # [pairs * background, n]
+        batch = inputs.batch(start, stop)
+        if library == "pandas":
+            expected = pd.DataFrame(
+                {
+                    c: source[c].take(index[:, j]).reset_index(drop=True)
+                    for j, c in enumerate(source)
+                }
+            )
+            pd.testing.assert_frame_equal(batch, expected)
+        else:
+            expected = pl.DataFrame(
+                [source[c].gather(index[:, j]) for j, c in enumerate(source.columns)]
+            )
+            from polars.testing import assert_frame_equal
+
+            assert_frame_equal(batch, expected)
+
+
 def _with_cells_of(frame, row, columns):
     """``frame`` with ``columns`` set to the cells of the one-row frame ``row``."""
     if isinstance(frame, pd.DataFrame):

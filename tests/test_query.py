@@ -3,10 +3,15 @@ the one-release aliases of the old spellings."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import ferroshap as fs
+from ferroshap import heap
 from ferroshap.errors import DeviceMemoryError, InvalidTypeError
 from ferroshap.query import QueryOptions, query, units_per_call
 
@@ -165,3 +170,45 @@ def test_old_spellings_warn_and_still_work(data) -> None:
         assert iv.baseline_value == iv.base_values[0] == 0.0
     with pytest.raises(InvalidTypeError, match="twice"):
         fs.shapley_values(game, N, "exact", method="exact")  # type: ignore[misc]
+
+
+FRESH_COPIES = """
+import resource, numpy as np
+from ferroshap.query import query
+query(1, 1, lambda a, b: np.zeros((1, 1)), progress=False, desc="")  # the first query
+def model():  # makes three 2.4 MB arrays per call and frees them when it returns
+    a = np.ones(300_000); b = a * 2.0; c = a + b
+    return float(c[0])
+start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(30):
+    model()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start)
+"""
+
+
+@pytest.mark.skipif(not heap._is_glibc(), reason="the heap thresholds are glibc's")
+def test_the_first_query_lets_glibc_reuse_pages_for_model_copies() -> None:
+    """Without the warm-up every fresh multi-megabyte copy faults in new pages; with it, only
+    the first ones do."""
+
+    def faults(warmup: str) -> int:
+        env = {**os.environ, "FERROSHAP_HEAP_WARMUP": warmup}
+        run = subprocess.run(
+            [sys.executable, "-c", FRESH_COPIES], env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return int(run.stdout)
+
+    cold, warm = faults("0"), faults("1")
+    assert cold > 30 * 3 * 500  # every array on fresh pages (~586 pages each)
+    assert warm < cold / 5
+
+
+def test_warm_heap_runs_once_per_process(monkeypatch) -> None:
+    monkeypatch.setattr(heap, "_warmed", False)
+    monkeypatch.setenv("FERROSHAP_HEAP_WARMUP", "0")
+    assert not heap.warm_heap()  # turned off
+    monkeypatch.setattr(heap, "_warmed", False)
+    monkeypatch.delenv("FERROSHAP_HEAP_WARMUP")
+    assert heap.warm_heap() == heap._is_glibc()
+    assert not heap.warm_heap()  # once

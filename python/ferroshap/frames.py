@@ -163,9 +163,11 @@ class FrameInputs:
     explained row when feature ``j`` is in the coalition and the cell of ``b`` otherwise. The
     model then receives a frame of the user's library with the same columns and dtypes.
 
-    pandas columns of a NumPy dtype (numbers, booleans, datetimes) are built directly as
-    values, one ``numpy.where`` each; other pandas columns (strings, categoricals, objects) and
-    every polars column are gathered by row index.
+    Columns that hold plain NumPy values (numbers and booleans, and for pandas also datetimes
+    and timedeltas; polars columns without nulls) are built directly as values, one
+    ``numpy.where`` each; the others (strings, categoricals, objects, other extension or polars
+    dtypes) are gathered by row index with the library's own ``take`` / ``gather``, so every
+    cell keeps its exact value and dtype.
 
     Parameters
     ----------
@@ -185,12 +187,26 @@ class FrameInputs:
 
             source = pd.concat([background, x_rows], ignore_index=True)
             self._labels = list(source.columns)  # the user's labels, not their str()
-            self._arrays = [_pandas_column(source.iloc[:, j]) for j in range(source.shape[1])]
+            self._arrays = [_pandas_column(series) for _, series in source.items()]
         else:
             import polars as pl
 
             # one chunk per column: a gather from a chunked column is about twice as slow
             self._source = pl.concat([background, x_rows], how="vertical", rechunk=True)
+            self._labels = list(self._source.columns)
+            self._arrays = [_polars_column(series) for series in self._source.iter_columns()]
+        self._gathered = [
+            j for j, column in enumerate(self._arrays) if not isinstance(column, np.ndarray)
+        ]
+        by_dtype: dict[np.dtype, list[int]] = {}
+        for j, column in enumerate(self._arrays):
+            if isinstance(column, np.ndarray):
+                by_dtype.setdefault(column.dtype, []).append(j)
+        # the value columns of each dtype stacked, [columns, source rows]: one where per dtype
+        self._value_groups = [
+            (np.array(positions), np.stack([self._arrays[j] for j in positions]))
+            for positions in by_dtype.values()
+        ]
         self.itemsize = max(1, round(_cell_bytes(schema) / len(schema.columns)))
         self._masks = np.empty((0, len(schema.columns)), bool)
         self._rows: np.ndarray | None = None
@@ -222,47 +238,60 @@ class FrameInputs:
         # [n, pairs, 1]: whether each pair's coalition holds feature j, as a column of cells
         inside = np.ascontiguousarray(self._masks[mask_index].T)[:, :, None]
         own = self._n_background + row_index
+        background = np.arange(self._n_background)
+        columns: list[Any] = [None] * len(self._arrays)
+        for positions, values in self._value_groups:
+            block = np.where(
+                inside[positions], values[:, own, None], values[:, None, background]
+            ).reshape(len(positions), -1)
+            for j, column in zip(positions, block, strict=True):
+                columns[j] = column
+        # row indices into the source: polars gathers by its native unsigned 32-bit index
+        kind = np.int64 if self.schema.library == "pandas" else np.uint32
+        own_at, background_at = own.astype(kind)[:, None], background.astype(kind)[None, :]
+        index = {j: np.where(inside[j], own_at, background_at).reshape(-1) for j in self._gathered}
         if self.schema.library == "pandas":
             import pandas as pd
 
-            background = np.arange(self._n_background)
-            data = {
-                label: _masked_column(column, inside[j], own, background)
-                for j, (label, column) in enumerate(zip(self._labels, self._arrays, strict=True))
-            }
-            return pd.DataFrame(data, copy=False)
+            for j in self._gathered:
+                columns[j] = self._arrays[j].take(index[j])
+            return pd.DataFrame(dict(zip(self._labels, columns, strict=True)), copy=False)
         import polars as pl
 
-        index = np.where(
-            inside,
-            own.astype(np.uint32)[None, :, None],
-            np.arange(self._n_background, dtype=np.uint32)[None, None, :],
-        ).reshape(len(self.schema.columns), -1)
-        # one query gathering every column (a gather per Series call costs a query each)
-        return self._source.select(
-            pl.col(name).gather(pl.Series(index[j])) for j, name in enumerate(self.schema.columns)
+        if self._gathered:  # one query gathering them all (a gather per call costs a query)
+            gathered = self._source.select(
+                pl.col(self._labels[j]).gather(pl.Series(index[j])) for j in self._gathered
+            )
+            for j in self._gathered:
+                columns[j] = gathered.get_column(self._labels[j])
+        return pl.DataFrame(
+            [
+                pl.Series(label, column, dtype=dtype) if isinstance(column, np.ndarray) else column
+                for label, column, dtype in zip(
+                    self._labels, columns, self.schema.dtypes, strict=True
+                )
+            ]
         )
 
 
 def _pandas_column(series: Any) -> Any:
-    """The cells of a pandas column as :func:`_masked_column` takes them: a NumPy array for a
-    column of numbers, booleans, datetimes or timedeltas, else its ExtensionArray (strings,
+    """The cells of a pandas column as :meth:`FrameInputs.batch` takes them: a NumPy array for
+    a column of numbers, booleans, datetimes or timedeltas, else its ExtensionArray (strings,
     categoricals, objects and other extension dtypes keep their exact type)."""
     if isinstance(series.dtype, np.dtype) and series.dtype.kind in _VALUE_KINDS:
         return series.to_numpy()
     return series.array
 
 
-def _masked_column(column: Any, inside: np.ndarray, own: np.ndarray, background: np.ndarray) -> Any:
-    """One column of a batch, row-major over (pair, background row): the explained row's cell
-    where ``inside`` (``bool[pairs, 1]``) holds, the background row's cell elsewhere.
-
-    ``own`` are the explained rows' positions in ``column``, ``background`` the background
-    rows'. NumPy columns are built from their values; ExtensionArrays are gathered by index.
-    """
-    if isinstance(column, np.ndarray):
-        return np.where(inside, column[own][:, None], column[background][None, :]).reshape(-1)
-    return column.take(np.where(inside, own[:, None], background[None, :]).reshape(-1))
+def _polars_column(series: Any) -> Any:
+    """The cells of a polars column as :meth:`FrameInputs.batch` takes them: a NumPy array for
+    a column of numbers or booleans without nulls (it converts back to the same dtype without
+    loss), else the Series itself, gathered by index."""
+    dtype = series.dtype
+    plain = (dtype.is_numeric() and not dtype.is_decimal()) or str(dtype) == "Boolean"
+    if not plain or series.null_count() > 0:
+        return series
+    return series.to_numpy()
 
 
 def _cell_bytes(schema: FrameSchema) -> int:

@@ -4,8 +4,9 @@ Every engine (``Explainer``, ``shapley_values``, the maskers behind ``ProxySPEX`
 ``FourierSketch.fit``) evaluates through :func:`query`: work units (coalitions, (coalition,
 row) pairs or sequences) are cut into chunks sized in bytes (:func:`units_per_call`), a chunk
 that runs out of memory is halved and retried, a progress bar counts the units, and each
-chunk's outputs are checked once (:func:`~ferroshap.backend.check_outputs`). :class:`QueryOptions`
-carries the keyword arguments that every engine shares for it.
+chunk's outputs are checked once (:func:`~ferroshap.backend.check_outputs`). Before its first
+query a process lets glibc's heap thresholds adapt (:func:`ferroshap.heap.warm_heap`).
+:class:`QueryOptions` carries the keyword arguments that every engine shares for it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from ferroshap.backend import DEFAULT_MAX_BYTES, ArrayBackend, progress_bar
 from ferroshap.errors import DeviceMemoryError, InvalidArgumentError
+from ferroshap.heap import warm_heap
 from ferroshap.validation import check_int
 
 __all__ = ["DEFAULT_OPTIONS", "QueryOptions", "query", "single_output", "units_per_call"]
@@ -109,6 +111,7 @@ def query(
            [3.],
            [4.]])
     """
+    warm_heap()  # once per process: models' copies of their inputs reuse warm pages
     out: np.ndarray | None = None
     bar = progress_bar(n_units, progress, desc=desc)
     start = 0
