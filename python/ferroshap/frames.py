@@ -264,12 +264,11 @@ class FrameInputs:
             )
             for j in self._gathered:
                 columns[j] = gathered.get_column(self._labels[j])
+        # a NumPy value column converts back to its polars dtype (see _polars_column)
         return pl.DataFrame(
             [
-                pl.Series(label, column, dtype=dtype) if isinstance(column, np.ndarray) else column
-                for label, column, dtype in zip(
-                    self._labels, columns, self.schema.dtypes, strict=True
-                )
+                pl.Series(label, column) if isinstance(column, np.ndarray) else column
+                for label, column in zip(self._labels, columns, strict=True)
             ]
         )
 
@@ -285,13 +284,19 @@ def _pandas_column(series: Any) -> Any:
 
 def _polars_column(series: Any) -> Any:
     """The cells of a polars column as :meth:`FrameInputs.batch` takes them: a NumPy array for
-    a column of numbers or booleans without nulls (it converts back to the same dtype without
-    loss), else the Series itself, gathered by index."""
+    a column of numbers or booleans without nulls whose NumPy values convert back to the same
+    polars dtype, else the Series itself, gathered by index."""
+    import polars as pl
+
     dtype = series.dtype
-    plain = (dtype.is_numeric() and not dtype.is_decimal()) or str(dtype) == "Boolean"
+    plain = (dtype.is_numeric() and not dtype.is_decimal()) or dtype == pl.Boolean
     if not plain or series.null_count() > 0:
         return series
-    return series.to_numpy()
+    try:
+        values = series.to_numpy()
+    except pl.exceptions.InvalidOperationError:  # no NumPy dtype holds it (128-bit integers)
+        return series
+    return values if pl.Series(values[:0]).dtype == dtype else series
 
 
 def _cell_bytes(schema: FrameSchema) -> int:
@@ -310,20 +315,13 @@ def _numpy_itemsize(library: str, dtype: Any) -> int | None:
 def check_frame_finite(frame: Any, schema: FrameSchema, name: str) -> None:
     """Raise :class:`InvalidArgumentError` naming ``name`` and the column if a floating-point
     column of ``frame`` holds NaN or infinite values (other columns are the model's concern)."""
-    for j, column in enumerate(schema.columns):
-        itemsize = _numpy_itemsize(schema.library, schema.dtypes[j])
-        if itemsize is None:
+    series = frame.items() if schema.library == "pandas" else enumerate(frame.iter_columns())
+    for (_, column), label, dtype in zip(series, schema.columns, schema.dtypes, strict=True):
+        if _numpy_itemsize(schema.library, dtype) is None:
             continue
-        values = _column_numpy(frame, j, schema.library)
+        values = np.asarray(column.to_numpy())
         if values.dtype.kind == "f" and not np.isfinite(values).all():
-            raise InvalidArgumentError(f"{name} column {column!r} contains NaN or infinite values")
-
-
-def _column_numpy(frame: Any, j: int, library: str) -> np.ndarray:
-    """Column ``j`` of ``frame`` as a NumPy array."""
-    if library == "pandas":
-        return np.asarray(frame.iloc[:, j].to_numpy())
-    return np.asarray(frame.to_series(j).to_numpy())
+            raise InvalidArgumentError(f"{name} column {label!r} contains NaN or infinite values")
 
 
 def frame_to_numpy(frame: Any) -> np.ndarray:
