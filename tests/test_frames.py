@@ -151,7 +151,8 @@ def test_every_dtype_is_masked_cell_by_cell(library) -> None:
 
 
 def typed_frame(library: str, rows: int, seed: int):
-    """Number columns of several widths (and, for polars, one with nulls) beside a string."""
+    """Number columns of several widths (and, for polars, one with nulls) beside a string, a
+    datetime column and, for pandas, a tz-aware one and one of Python objects."""
     rng = np.random.default_rng(seed)
     columns = {
         "f32": rng.normal(size=rows).astype(np.float32),
@@ -161,18 +162,28 @@ def typed_frame(library: str, rows: int, seed: int):
         "word": rng.choice(["a", "bb", "ccc"], rows),
         "i64": rng.integers(0, 1000, rows),
     }
+    days = [START + dt.timedelta(days=int(d)) for d in rng.integers(0, 60, rows)]
     if library == "pandas":
-        frame = pd.DataFrame(columns)
+        frame = pd.DataFrame(columns).assign(
+            when=days,  # datetime64: a value column
+            zoned=pd.Series(days).dt.tz_localize("UTC"),  # an extension dtype: gathered
+            thing=pd.Series([(int(d), "t") for d in rng.integers(0, 9, rows)], dtype=object),
+        )
         return frame.astype({"i64": "Int64"})  # a pandas extension dtype: gathered
     holes = pl.Series("i64", columns.pop("i64")).scatter([0], None)  # a null: gathered
-    return pl.DataFrame(columns).with_columns(holes)
+    return pl.DataFrame(columns).with_columns(holes, pl.Series("when", days))
 
 
-@pytest.mark.parametrize("library", ["pandas", "polars"])
-def test_frame_batches_equal_a_gather_of_source_rows(library) -> None:
-    """Each batch equals the source rows gathered cell by cell: values and dtypes, nulls kept."""
+@pytest.mark.parametrize("library", ["pandas", "polars", "pandas<3"])
+def test_frame_batches_equal_a_gather_of_source_rows(library, monkeypatch) -> None:
+    """Each batch equals the source rows gathered cell by cell: values and dtypes, nulls kept
+    (``pandas<3``: the frame built without pandas 3's block constructor)."""
     from ferroshap.frames import FrameInputs, FrameSchema
 
+    if library == "pandas<3":
+        internals = pytest.importorskip("pandas.api.internals")
+        monkeypatch.delattr(internals, "create_dataframe_from_blocks", raising=False)
+        library = "pandas"
     background, X = typed_frame(library, 5, 0), typed_frame(library, 3, 1)
     inputs = FrameInputs(FrameSchema.of(background), background, X)
     masks = np.random.default_rng(2).random((7, background.shape[1])) < 0.5

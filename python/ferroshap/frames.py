@@ -33,9 +33,6 @@ __all__ = [
 ]
 
 _NUMERIC_KINDS = "biuf"
-_VALUE_KINDS = "biufmM"
-"""NumPy kinds of the pandas columns :class:`FrameInputs` builds as values: numbers, booleans,
-datetimes and timedeltas."""
 _OBJECT_CELL_BYTES = 16
 """Bytes counted per cell of a non-numeric column when sizing chunks (a pointer plus part of a
 short string)."""
@@ -163,11 +160,11 @@ class FrameInputs:
     explained row when feature ``j`` is in the coalition and the cell of ``b`` otherwise. The
     model then receives a frame of the user's library with the same columns and dtypes.
 
-    Columns that hold plain NumPy values (numbers and booleans, and for pandas also datetimes
-    and timedeltas; polars columns without nulls) are built directly as values, one
-    ``numpy.where`` each; the others (strings, categoricals, objects, other extension or polars
-    dtypes) are gathered by row index with the library's own ``take`` / ``gather``, so every
-    cell keeps its exact value and dtype.
+    Columns of plain NumPy values (pandas columns of any NumPy dtype: numbers, booleans,
+    datetimes, timedeltas, objects; polars number and boolean columns without nulls) are built
+    directly as values, one ``numpy.where`` per dtype; the others (pandas extension dtypes such
+    as strings and categoricals, other polars dtypes) are gathered by row index with the
+    library's own ``take`` / ``gather``, so every cell keeps its exact value and dtype.
 
     Parameters
     ----------
@@ -186,7 +183,7 @@ class FrameInputs:
             import pandas as pd
 
             source = pd.concat([background, x_rows], ignore_index=True)
-            self._labels = list(source.columns)  # the user's labels, not their str()
+            self._labels = source.columns  # the user's labels, not their str()
             self._arrays = [_pandas_column(series) for _, series in source.items()]
         else:
             import polars as pl
@@ -240,10 +237,12 @@ class FrameInputs:
         own = self._n_background + row_index
         background = np.arange(self._n_background)
         columns: list[Any] = [None] * len(self._arrays)
+        blocks: list[tuple[Any, np.ndarray]] = []
         for positions, values in self._value_groups:
             block = np.where(
                 inside[positions], values[:, own, None], values[:, None, background]
             ).reshape(len(positions), -1)
+            blocks.append((block, positions))
             for j, column in zip(positions, block, strict=True):
                 columns[j] = column
         # row indices into the source: polars gathers by its native unsigned 32-bit index
@@ -251,11 +250,10 @@ class FrameInputs:
         own_at, background_at = own.astype(kind)[:, None], background.astype(kind)[None, :]
         index = {j: np.where(inside[j], own_at, background_at).reshape(-1) for j in self._gathered}
         if self.schema.library == "pandas":
-            import pandas as pd
-
             for j in self._gathered:
                 columns[j] = self._arrays[j].take(index[j])
-            return pd.DataFrame(dict(zip(self._labels, columns, strict=True)), copy=False)
+                blocks.append((columns[j], np.array([j])))
+            return _pandas_frame(blocks, self._labels, columns, len(own) * len(background))
         import polars as pl
 
         if self._gathered:  # one query gathering them all (a gather per call costs a query)
@@ -275,11 +273,29 @@ class FrameInputs:
 
 def _pandas_column(series: Any) -> Any:
     """The cells of a pandas column as :meth:`FrameInputs.batch` takes them: a NumPy array for
-    a column of numbers, booleans, datetimes or timedeltas, else its ExtensionArray (strings,
-    categoricals, objects and other extension dtypes keep their exact type)."""
-    if isinstance(series.dtype, np.dtype) and series.dtype.kind in _VALUE_KINDS:
+    a column of a NumPy dtype (numbers, booleans, datetimes, timedeltas, objects), else its
+    ExtensionArray (strings, categoricals and other extension dtypes keep their exact type)."""
+    if isinstance(series.dtype, np.dtype):
         return series.to_numpy()
     return series.array
+
+
+def _pandas_frame(
+    blocks: list[tuple[Any, np.ndarray]], labels: Any, columns: list[Any], rows: int
+) -> Any:
+    """A pandas DataFrame of ``rows`` rows from ``blocks``: ``(array, positions)`` pairs, a 2-D
+    ``[columns, rows]`` NumPy block of the columns at ``positions`` or a 1-D ExtensionArray of
+    one column. With pandas >= 3 the blocks become the frame's blocks as they are (no copy, and
+    one block per dtype, as a frame the model's own code made would have: a pipeline reads a
+    consolidated frame ~5 % faster); older pandas gets the same frame from ``columns`` (one
+    array per column) by the dict constructor."""
+    import pandas as pd
+
+    try:
+        from pandas.api.internals import create_dataframe_from_blocks
+    except ImportError:  # pandas < 3
+        return pd.DataFrame(dict(zip(labels, columns, strict=True)), copy=False)
+    return create_dataframe_from_blocks(blocks, index=pd.RangeIndex(rows), columns=labels)
 
 
 def _polars_column(series: Any) -> Any:
