@@ -236,39 +236,49 @@ class FrameInputs:
         inside = np.ascontiguousarray(self._masks[mask_index].T)[:, :, None]
         own = self._n_background + row_index
         background = np.arange(self._n_background)
-        columns: list[Any] = [None] * len(self._arrays)
-        blocks: list[tuple[Any, np.ndarray]] = []
-        for positions, values in self._value_groups:
-            block = np.where(
-                inside[positions], values[:, own, None], values[:, None, background]
-            ).reshape(len(positions), -1)
-            blocks.append((block, positions))
-            for j, column in zip(positions, block, strict=True):
-                columns[j] = column
+        # (array, positions): a [columns, rows] block per NumPy dtype, one array per other column
+        blocks: list[tuple[Any, np.ndarray]] = [
+            (
+                np.where(
+                    inside[positions], values[:, own, None], values[:, None, background]
+                ).reshape(len(positions), -1),
+                positions,
+            )
+            for positions, values in self._value_groups
+        ]
         # row indices into the source: polars gathers by its native unsigned 32-bit index
         kind = np.int64 if self.schema.library == "pandas" else np.uint32
         own_at, background_at = own.astype(kind)[:, None], background.astype(kind)[None, :]
         index = {j: np.where(inside[j], own_at, background_at).reshape(-1) for j in self._gathered}
         if self.schema.library == "pandas":
-            for j in self._gathered:
-                columns[j] = self._arrays[j].take(index[j])
-                blocks.append((columns[j], np.array([j])))
-            return _pandas_frame(blocks, self._labels, columns, len(own) * len(background))
+            blocks += [(self._arrays[j].take(index[j]), np.array([j])) for j in self._gathered]
+            return _pandas_frame(blocks, self._labels, len(own) * len(background))
         import polars as pl
 
         if self._gathered:  # one query gathering them all (a gather per call costs a query)
             gathered = self._source.select(
                 pl.col(self._labels[j]).gather(pl.Series(index[j])) for j in self._gathered
             )
-            for j in self._gathered:
-                columns[j] = gathered.get_column(self._labels[j])
+            blocks += [
+                (gathered.get_column(self._labels[j]), np.array([j])) for j in self._gathered
+            ]
         # a NumPy value column converts back to its polars dtype (see _polars_column)
         return pl.DataFrame(
             [
                 pl.Series(label, column) if isinstance(column, np.ndarray) else column
-                for label, column in zip(self._labels, columns, strict=True)
+                for label, column in zip(self._labels, _columns(blocks), strict=True)
             ]
         )
+
+
+def _columns(blocks: list[tuple[Any, np.ndarray]]) -> list[Any]:
+    """The columns of ``blocks`` (as :meth:`FrameInputs.batch` builds them) in frame order: the
+    rows of each 2-D NumPy block, and each other array as it is."""
+    columns: dict[int, Any] = {}
+    for array, positions in blocks:
+        two_d = isinstance(array, np.ndarray) and array.ndim == 2
+        columns.update(zip(positions.tolist(), array if two_d else [array], strict=True))
+    return [columns[j] for j in range(len(columns))]
 
 
 def _pandas_column(series: Any) -> Any:
@@ -280,21 +290,19 @@ def _pandas_column(series: Any) -> Any:
     return series.array
 
 
-def _pandas_frame(
-    blocks: list[tuple[Any, np.ndarray]], labels: Any, columns: list[Any], rows: int
-) -> Any:
+def _pandas_frame(blocks: list[tuple[Any, np.ndarray]], labels: Any, rows: int) -> Any:
     """A pandas DataFrame of ``rows`` rows from ``blocks``: ``(array, positions)`` pairs, a 2-D
     ``[columns, rows]`` NumPy block of the columns at ``positions`` or a 1-D ExtensionArray of
     one column. With pandas >= 3 the blocks become the frame's blocks as they are (no copy, and
     one block per dtype, as a frame the model's own code made would have: a pipeline reads a
-    consolidated frame ~5 % faster); older pandas gets the same frame from ``columns`` (one
-    array per column) by the dict constructor."""
+    consolidated frame ~5 % faster); older pandas gets the same frame from the columns (one
+    array each) by the dict constructor."""
     import pandas as pd
 
     try:
         from pandas.api.internals import create_dataframe_from_blocks
     except ImportError:  # pandas < 3
-        return pd.DataFrame(dict(zip(labels, columns, strict=True)), copy=False)
+        return pd.DataFrame(dict(zip(labels, _columns(blocks), strict=True)), copy=False)
     return create_dataframe_from_blocks(blocks, index=pd.RangeIndex(rows), columns=labels)
 
 
