@@ -12,8 +12,10 @@ figure printed, wall minus the model's time inside the call, is the engine's own
 the model's own slow-down on fresh frames (page faults in its copies of them, see
 BENCHMARKS.md).
 
-Run: ``python benches/bench_frames.py [--repeats 5] [--all]``; ``--all`` also times other
-pipelines (:data:`CASES`: wider and narrower frames, gradient-boosted trees, a larger background).
+Run: ``python benches/bench_frames.py [--repeats 5] [--all] [--method auto]``; ``--all`` also
+times other pipelines (:data:`CASES`: wider and narrower frames, gradient-boosted trees, a larger
+background); ``--method`` times another estimator than ``leverage`` (e.g. the default ``auto``,
+whose proxy fits are engine time).
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=MIN_ROUNDS)
     parser.add_argument("--budget", type=int, default=512, help="the issue's pipeline's budget")
     parser.add_argument("--all", action="store_true", help="other pipelines too (CASES)")
+    parser.add_argument("--method", default="leverage", help="estimator (default leverage)")
     args = parser.parse_args()
     cases = [replace(CASES[0], budget=args.budget), *(CASES[1:] if args.all else [])]
     for case in cases:
@@ -113,8 +116,8 @@ def main() -> None:
             with warnings.catch_warnings():  # budgets that enumerate say so once per call
                 warnings.simplefilter("ignore", UserWarning)
                 timing = engine_time(
-                    lambda f, bg=bg, x=x, case=case: fs.Explainer(
-                        f, bg, budget=case.budget, method="leverage", model_output="call"
+                    lambda f, bg=bg, x=x, case=case, method=args.method: fs.Explainer(
+                        f, bg, budget=case.budget, method=method, model_output="call"
                     )(x),
                     model.predict_proba,
                     args.repeats,

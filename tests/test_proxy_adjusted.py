@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
+from ferroshap import proxy_adjusted
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.proxy_adjusted import ODD_SPARSE, proportional_columns
 
 pytest.importorskip("lightgbm")
 
@@ -167,3 +169,37 @@ def test_cross_fit_is_validated() -> None:
         fs.shapley_values(nonlinear_game, 8, method="tree-msr", cross_fit=1)
     with pytest.raises(InvalidTypeError, match="cross_fit must be an int"):
         fs.Explainer(np.sum, np.zeros((2, 3)), method="tree-msr", cross_fit=2.0)
+
+
+@pytest.mark.parametrize("method", ["proxy-leverage", ODD_SPARSE])
+def test_two_complementary_outputs_share_one_proxy(method: str, monkeypatch) -> None:
+    # A binary classifier's probabilities sum to one, so the odd residuals of its two outputs
+    # are negatives of each other: one proxy per row serves both, and the values are those of
+    # fitting each output on its own.
+    design = fs._core.plan("leverage", 9, 96, seed=4)
+    masks = design.masks()
+    p = 1.0 / (1.0 + np.exp(-nonlinear_game(masks) - masks[:, 4] * masks[:, 7]))
+    other = np.sin(masks @ np.arange(9.0))
+    values = np.ascontiguousarray(np.stack([1.0 - p, p, other, 2.0 * other], axis=1))
+    phi = design.estimate(values)
+    fits = []
+    real_fit = proxy_adjusted.fit_proxy
+    monkeypatch.setattr(proxy_adjusted, "fit_proxy", lambda m, t: fits.append(t) or real_fit(m, t))
+    shared = proxy_adjusted.adjust(method, design, values, phi)
+    assert len(fits) == 2  # columns 0 and 2; 1 and 3 are multiples of their neighbours
+    np.testing.assert_allclose(shared[0], -shared[1], atol=1e-12)
+    alone = np.concatenate(
+        [proxy_adjusted.adjust(method, design, values[:, [j]].copy(), phi[[j]]) for j in range(4)]
+    )
+    np.testing.assert_allclose(shared, alone, rtol=1e-9, atol=1e-12)
+
+
+def test_proportional_columns_compares_neighbours_only() -> None:
+    t = np.random.default_rng(0).normal(size=(50, 1)) * np.array([[1.0, 3.0, 0.0, 0.0, 1.0]])
+    sources, scales = proportional_columns(t)
+    # column 4 is a copy of column 0 but not of its neighbour; column 3 (zero) follows column 2
+    # only when column 2 has a norm, which it does not
+    assert sources.tolist() == [0, 0, 0, 3, 4]
+    np.testing.assert_allclose(scales, [1.0, 3.0, 0.0, 1.0, 1.0], rtol=1e-15)
+    t[:, 1] += 1e-6
+    assert proportional_columns(t)[0].tolist() == [0, 1, 1, 3, 4]

@@ -1,7 +1,9 @@
 """Proxy-adjusted estimators: ``"proxy-leverage"`` and ``"tree-msr"`` (spec regression-adjusted).
 
 Both plan a paired ``"leverage"`` design, query the game once on it and fit one LightGBM proxy
-``f`` per explained column (row and output) to the sampled coalition values. The proxy's exact
+``f`` per explained column (row and output) to the sampled coalition values (the proxy-leverage
+family shares one between neighbouring columns whose targets are multiples of each other, see
+:func:`proportional_columns`). The proxy's exact
 Shapley values come from its trees through the compiled tree -> Fourier path
 (:func:`ferroshap._core.lightgbm_fourier`), so the adjustment costs no extra model queries.
 
@@ -43,10 +45,12 @@ __all__ = [
     "MIN_PAIRS",
     "ODD_MSR",
     "ODD_SPARSE",
+    "PROPORTIONAL_TOLERANCE",
     "PROXY_METHODS",
     "PROXY_PARAMS",
     "PROXY_ROUNDS",
     "adjust",
+    "proportional_columns",
     "resolve",
 ]
 
@@ -86,6 +90,10 @@ reproducible.
 
 PROXY_ROUNDS = 800
 """Boosting rounds of the proxy (no early stopping: every sample is used for the fit)."""
+
+PROPORTIONAL_TOLERANCE = 1e-9
+"""Relative distance below which one output's odd residual counts as a multiple of another's
+(:func:`proportional_columns`); rounding leaves ~1e-15."""
 
 MIN_PAIRS = 20
 """Fewest sampled coalition pairs a proxy is fitted on (two leaves of ``min_data_in_leaf``)."""
@@ -184,10 +192,16 @@ def adjust(
 
         # One proxy per row and output, fitted in threads (LightGBM and the tree reader release
         # the GIL); each fit is single-threaded and seeded, so the order of completion does not
-        # matter and the results are bit for bit those of a plain loop.
-        with ThreadPoolExecutor(max_workers=min(values.shape[1], os.cpu_count() or 1)) as pool:
-            phi_f, fitted = zip(*pool.map(proxy, range(values.shape[1])), strict=True)
-        out = phi + np.stack(phi_f) - design.estimate(np.ascontiguousarray(np.stack(fitted, 1)))
+        # matter and the results are bit for bit those of a plain loop. A column whose target
+        # is a multiple of the previous column's (a binary classifier's two probabilities)
+        # reuses that column's proxy, scaled: the fit is equivariant to the scale.
+        sources, scales = proportional_columns(odd)
+        fitted_columns = np.flatnonzero(sources == np.arange(len(sources)))
+        with ThreadPoolExecutor(max_workers=min(len(fitted_columns), os.cpu_count() or 1)) as pool:
+            fits = dict(zip(fitted_columns, pool.map(proxy, fitted_columns), strict=True))
+        phi_f = np.stack([scales[j] * fits[sources[j]][0] for j in range(len(sources))])
+        fitted = np.stack([scales[j] * fits[sources[j]][1] for j in range(len(sources))], 1)
+        out = phi + phi_f - design.estimate(np.ascontiguousarray(fitted))
     elif method == ODD_MSR:
         odd = odd_residual(masks, complement, values, phi)
         folds = _folds(complement, 1, design.seed, design.stream)
@@ -219,6 +233,39 @@ def odd_residual(
     """
     residual = values - values[0] - masks @ phi.T
     return np.where(complement[:, None] >= 0, (residual - residual[complement]) / 2, residual)
+
+
+def proportional_columns(
+    targets: np.ndarray, tolerance: float = PROPORTIONAL_TOLERANCE
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each column ``j`` of ``targets`` (``[m, R]``): the column whose proxy it takes and the
+    factor it is scaled by. A column that is ``c`` times the previous one (to ``tolerance``
+    relative to its norm) takes that column's source with the factor multiplied by ``c``; any
+    other column is its own source, with factor 1.
+
+    Only neighbours are compared, so the check costs one pass over the targets: the outputs of
+    one explained row are adjacent columns, and the odd residuals of a binary classifier's two
+    probabilities (which sum to one) are exact negatives of each other.
+
+    Examples
+    --------
+    >>> t = np.array([[1.0, -1.0, 2.0, 0.0], [2.0, -2.0, 1.0, 0.0]])
+    >>> sources, scales = proportional_columns(t)
+    >>> sources.tolist(), scales.tolist()
+    ([0, 0, 2, 2], [1.0, -1.0, 1.0, 0.0])
+    """
+    columns = targets.shape[1]
+    sources, scales = np.arange(columns), np.ones(columns)
+    for j in range(1, columns):
+        previous, current = targets[:, j - 1], targets[:, j]
+        norm = float(previous @ previous)
+        if norm == 0.0:
+            continue
+        factor = float(previous @ current) / norm
+        gap = float(np.linalg.norm(current - factor * previous))
+        if gap <= tolerance * float(np.linalg.norm(current)):
+            sources[j], scales[j] = sources[j - 1], factor * scales[j - 1]
+    return sources, scales
 
 
 def _tree_msr(
