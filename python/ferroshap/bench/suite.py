@@ -162,9 +162,10 @@ def run_suite(
         Called with a line per cell.
     jobs
         Worker processes. Each runs the cells of one (game, background) at a time (the game is
-        built once per worker and task) with ``$FERROSHAP_BENCH_THREADS / jobs`` threads (at
-        least one), so the wall seconds per row stay comparable within a run. Accuracy does not
-        depend on it; a cell is written whole by the process that ran it.
+        built once per worker and task; tasks start largest first, by players x budget) with
+        ``$FERROSHAP_BENCH_THREADS / jobs`` threads (at least one), so the wall seconds per row
+        stay comparable within a run. Accuracy does not depend on it; a cell is written whole by
+        the process that ran it.
 
     Returns
     -------
@@ -191,7 +192,10 @@ def run_suite(
         for work in tasks.values():
             _run_cells(folder, work, list(seeds), report)
     else:
-        _run_in_processes(folder, list(tasks.values()), list(seeds), jobs, report)
+        # Largest first (players x budget, a rough cost), so the long unanimity cells at
+        # n = 100 do not start last on one worker while the other sits idle.
+        work = sorted(tasks.values(), key=lambda cells: -sum(c.n * c.budget for c, _ in cells))
+        _run_in_processes(folder, work, list(seeds), jobs, report)
     wanted = [folder / f"{c.key}.parquet" for c in grid]
     runs = pl.concat([pl.read_parquet(p) for p in wanted], how="diagonal_relaxed")
     return runs.filter(pl.col("method").is_in(methods))
