@@ -405,7 +405,7 @@ class ProxySPEX:
             "support": sum(1 for key in surrogate.keys() if key),
             "basis": _blend_name(weight),
             "basis_weight": weight,
-            "n_trees": booster.num_trees(),
+            "n_trees": booster.best_iteration or booster.num_trees(),
             "learning_rate": params["learning_rate"],
             "proxy_terms": len(spectrum),
             **times,
@@ -462,12 +462,15 @@ def _fit_proxy(
         raise ImportError("ProxySPEX needs LightGBM for its proxy: `pip install lightgbm`") from err
     train_set = lgb.Dataset(train[0].astype(np.float64), train[1], params={"verbosity": -1})
     valid_set = train_set.create_valid(validation[0].astype(np.float64), validation[1])
+    # keep_training_booster skips lgb.train's text round trip of the model; the trees past the
+    # best iteration stay in the booster, and its text and predictions stop at the best one.
     return lgb.train(
         params,
         train_set,
         num_boost_round=MAX_ROUNDS,
         valid_sets=[valid_set],
         callbacks=[lgb.early_stopping(EARLY_STOPPING_ROUNDS, verbose=False)],
+        keep_training_booster=True,
     )
 
 
