@@ -1,14 +1,15 @@
 # ruff: noqa: E402 -- thread variables must be set before NumPy and LightGBM are imported
 """The accuracy suite (``ferroshap.bench.suite``): every estimator of ours and every peer on a grid
-of games with exact truth, resumable cell by cell.
+of games with exact truth, resumable seed by seed.
 
 Usage::
 
     python benches/suite.py [--out DIR] [--smoke] [--games a,b] [--methods a,b] [--seeds K]
-                            [--jobs J]
+                            [--first-seed S] [--jobs J]
 
-Writes ``DIR/cells/*.parquet`` (one per finished cell; rerun to resume), ``DIR/suite.parquet``
-(every run), ``DIR/suite_summary.parquet``, ``DIR/suite.md`` and ``DIR/suite.png``.
+Writes ``DIR/cells/*.parquet`` (one per cell, rewritten after each of its seeds; rerun to resume
+or to add seeds and estimators), ``DIR/suite.parquet`` (every run of the requested seeds and
+estimators), ``DIR/suite_summary.parquet``, ``DIR/suite.md`` and ``DIR/suite.png``.
 """
 
 from __future__ import annotations

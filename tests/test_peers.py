@@ -155,8 +155,42 @@ def test_suite_rerun_with_another_estimator_runs_only_that_one(tmp_path, monkeyp
     runs = suite.run_suite(tmp_path, methods=["leverage", "kernel"], seeds=[0, 1], **grid)
     assert calls == ["kernel", "kernel"]
     assert runs.height == 4
-    with pytest.raises(InvalidArgumentError, match="seeds"):
-        suite.run_suite(tmp_path, methods=["leverage"], seeds=[5], **grid)
+    # more seeds: only the new seed's runs; fewer seeds: nothing runs, only those are returned
+    calls.clear()
+    runs = suite.run_suite(tmp_path, methods=["leverage", "kernel"], seeds=[0, 1, 5], **grid)
+    assert calls == ["leverage", "kernel"]
+    assert sorted(set(runs["seed"])) == [0, 1, 5] and runs.height == 6
+    calls.clear()
+    runs = suite.run_suite(tmp_path, methods=["leverage"], seeds=[5], **grid)
+    assert (
+        calls == [] and runs["seed"].to_list() == [5] and runs["method"].to_list() == ["leverage"]
+    )
+
+
+def test_suite_interrupted_inside_a_cell_keeps_its_finished_seeds(tmp_path, monkeypatch) -> None:
+    grid = {"games": ["forest"], "backgrounds": [1], "factors": [5]}
+    methods = ["leverage", "kernel"]
+    real = suite.run_one
+    calls = []
+
+    def interrupted(game, method, budget, seed, *args):
+        if seed == 2:
+            raise KeyboardInterrupt
+        calls.append((seed, method))
+        return real(game, method, budget, seed, *args)
+
+    monkeypatch.setattr(suite, "run_one", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        suite.run_suite(tmp_path, methods=methods, seeds=[0, 1, 2], **grid)
+    kept = pl.read_parquet(tmp_path / "cells" / "forest_bg1_b50.parquet")
+    assert sorted(zip(kept["seed"], kept["method"], strict=True)) == sorted(calls)
+    calls.clear()
+    monkeypatch.setattr(
+        suite, "run_one", lambda g, m, b, s, *a: calls.append((s, m)) or real(g, m, b, s, *a)
+    )
+    runs = suite.run_suite(tmp_path, methods=methods, seeds=[0, 1, 2], **grid)
+    assert calls == [(2, "leverage"), (2, "kernel")]
+    assert runs.unique(["seed", "method"]).height == runs.height == 6
 
 
 def test_suite_in_worker_processes_matches_one_process(tmp_path) -> None:

@@ -3,11 +3,13 @@
 Grid: games (:data:`SUITE_GAMES`) x budgets ``{5n, 20n, 60n}`` (capped below ``2**n``; a cell
 whose budget reaches ``2**n`` is run all the same and marked ``exact``) x backgrounds of
 :data:`BACKGROUNDS` rows, :data:`ROWS` explained rows, seeds ``0 .. 19``. A *cell* is one (game,
-background, budget); every cell is written to its own Parquet file under ``<out>/cells/`` when it
-is complete (through a temporary file), so an interrupted suite resumes where it stopped and no
-cell is counted twice; a rerun with more estimators runs only the new ones in each cell. The
-summary gives, per cell and estimator, the median error over seeds, the ratio to the best peer's,
-and the wall seconds per explained row.
+background, budget); each cell has its own Parquet file under ``<out>/cells/``, rewritten
+(through a temporary file) after every seed of it, so an interrupted suite loses at most the seed
+it was running and resumes there, and no run is counted twice. A rerun with more estimators or
+more seeds runs only the (seed, estimator) pairs a cell lacks, so the seeds of a long grid can
+be gathered over several runs (``--first-seed`` / ``--seeds``). The summary gives, per cell and
+estimator, the median error over seeds, the ratio to the best peer's, and the wall seconds per
+explained row.
 
 Run it with ``python benches/suite.py`` (``--smoke`` for the small grid the tests run).
 """
@@ -101,6 +103,10 @@ class Cell:
         return f"{self.game}_bg{self.background}_b{self.budget}"
 
 
+Todo = list[tuple[int, list[str]]]
+"""The runs a cell lacks: ``(seed, methods)`` pairs in seed order."""
+
+
 def cells(
     games: Iterable[str] = tuple(SUITE_GAMES),
     backgrounds: Iterable[int] = BACKGROUNDS,
@@ -147,13 +153,14 @@ def run_suite(
     progress: Callable[[str], None] | None = None,
     jobs: int = 1,
 ) -> Any:
-    """Run what ``out/cells`` does not hold yet (whole cells, or the estimators a cell lacks) and
-    return every run of the grid for ``methods``.
+    """Run the (cell, seed, estimator) runs that ``out/cells`` does not hold yet and return every
+    run of the grid for ``methods`` and ``seeds``.
 
     Parameters
     ----------
     out
-        Output folder: ``cells/<game>_bg<rows>_b<budget>.parquet`` per finished cell.
+        Output folder: ``cells/<game>_bg<rows>_b<budget>.parquet`` per cell, rewritten after
+        each of its seeds.
     games, backgrounds, factors, seeds
         The grid (defaults: the full suite).
     methods
@@ -162,10 +169,10 @@ def run_suite(
         Called with a line per cell.
     jobs
         Worker processes. Each runs the cells of one (game, background) at a time (the game is
-        built once per worker and task; tasks start largest first, by players x budget) with
-        ``$FERROSHAP_BENCH_THREADS / jobs`` threads (at least one), so the wall seconds per row
-        stay comparable within a run. Accuracy does not depend on it; a cell is written whole by
-        the process that ran it.
+        built once per worker and task; tasks start largest first, by players x budget x
+        runs) with ``$FERROSHAP_BENCH_THREADS / jobs`` threads (at least one), so the wall
+        seconds per row stay comparable within a run. Accuracy does not depend on it; a cell's
+        file is only written by the process that runs the cell.
 
     Returns
     -------
@@ -182,51 +189,52 @@ def run_suite(
     folder = Path(out) / "cells"
     folder.mkdir(parents=True, exist_ok=True)
     grid = cells(games, backgrounds, factors)
-    tasks: dict[tuple[str, int], list[tuple[Cell, list[str]]]] = {}
+    tasks: dict[tuple[str, int], list[tuple[Cell, Todo]]] = {}
     for cell in grid:
-        todo = _missing_methods(folder / f"{cell.key}.parquet", methods, seeds)
+        todo = _missing_runs(folder / f"{cell.key}.parquet", methods, seeds)
         if todo:
             tasks.setdefault((cell.game, cell.background), []).append((cell, todo))
     report = progress or (lambda line: None)
     if jobs == 1 or len(tasks) <= 1:
         for work in tasks.values():
-            _run_cells(folder, work, list(seeds), report)
+            _run_cells(folder, work, report)
     else:
-        # Largest first (players x budget, a rough cost), so the long unanimity cells at
+        # Largest first (players x budget x runs, a rough cost), so the long unanimity cells at
         # n = 100 do not start last on one worker while the other sits idle.
-        work = sorted(tasks.values(), key=lambda cells: -sum(c.n * c.budget for c, _ in cells))
-        _run_in_processes(folder, work, list(seeds), jobs, report)
+        work = sorted(tasks.values(), key=lambda task: -sum(map(_cost, task)))
+        _run_in_processes(folder, work, jobs, report)
     wanted = [folder / f"{c.key}.parquet" for c in grid]
     runs = pl.concat([pl.read_parquet(p) for p in wanted], how="diagonal_relaxed")
-    return runs.filter(pl.col("method").is_in(methods))
+    return runs.filter(pl.col("method").is_in(methods), pl.col("seed").is_in(list(seeds)))
 
 
-def _missing_methods(path: Path, methods: Sequence[str], seeds: Sequence[int]) -> list[str]:
-    """The ``methods`` that the checkpoint at ``path`` lacks (all of them without one); raises
-    when it holds another seed range."""
+def _cost(work: tuple[Cell, Todo]) -> int:
+    """A rough cost of a cell's missing runs: players x budget x runs."""
+    cell, todo = work
+    return cell.n * cell.budget * sum(len(methods) for _, methods in todo)
+
+
+def _missing_runs(path: Path, methods: Sequence[str], seeds: Sequence[int]) -> Todo:
+    """The ``(seed, methods)`` runs that the checkpoint at ``path`` lacks (all of them without
+    one), seeds in the given order, a seed only where some method is missing."""
     import polars as pl
 
-    if not path.exists():
-        return list(methods)
-    previous = pl.read_parquet(path, columns=["method", "seed"])
-    if set(previous["seed"].unique()) != set(seeds):
-        raise InvalidArgumentError(
-            f"seeds: {path} holds seeds {sorted(previous['seed'].unique())}, not {list(seeds)};"
-            " use another out folder for another seed range"
-        )
-    done = set(previous["method"].unique())
-    return [m for m in methods if m not in done]
+    done: set[tuple[int, str]] = set()
+    if path.exists():
+        previous = pl.read_parquet(path, columns=["seed", "method"])
+        done = set(zip(previous["seed"].to_list(), previous["method"].to_list(), strict=True))
+    todo = [(seed, [m for m in methods if (seed, m) not in done]) for seed in seeds]
+    return [(seed, missing) for seed, missing in todo if missing]
 
 
 def _run_cells(
     folder: Path,
-    work: list[tuple[Cell, list[str]]],
-    seeds: list[int],
+    work: list[tuple[Cell, Todo]],
     report: Callable[[str], None] | None = None,
 ) -> list[str]:
-    """Run the cells of one (game, background), each for its missing methods, writing every
-    finished cell to its checkpoint (through a temporary file); returns one progress line per
-    cell, each also passed to ``report`` as soon as its cell is written."""
+    """Run the missing runs of the cells of one (game, background), adding each seed's runs to
+    its cell's checkpoint (through a temporary file) as soon as they are done; returns one
+    progress line per cell, each also passed to ``report`` when its cell is complete."""
     import polars as pl
 
     lines = []
@@ -236,19 +244,22 @@ def _run_cells(
         if game is None:
             game = SUITE_GAMES[cell.game][1](cell.background)
             assert game.n == cell.n, f"{cell.game} has {game.n} players, SUITE_GAMES says {cell.n}"
-        records = [
-            run_one(game, method, cell.budget, seed) | {"background": cell.background}
-            for seed in seeds
-            for method in todo
-        ]
-        frame = pl.DataFrame(records).with_columns(cell=pl.lit(cell.key), game=pl.lit(cell.game))
         path = folder / f"{cell.key}.parquet"
-        if path.exists():
-            frame = pl.concat([pl.read_parquet(path), frame], how="diagonal_relaxed")
-        partial = path.with_suffix(".parquet.tmp")
-        frame.write_parquet(partial)
-        os.replace(partial, path)
-        lines.append(f"{cell.key}: {len(records)} runs in {time.perf_counter() - start:.1f} s")
+        for seed, methods in todo:
+            records = [
+                run_one(game, method, cell.budget, seed) | {"background": cell.background}
+                for method in methods
+            ]
+            frame = pl.DataFrame(records).with_columns(
+                cell=pl.lit(cell.key), game=pl.lit(cell.game)
+            )
+            if path.exists():
+                frame = pl.concat([pl.read_parquet(path), frame], how="diagonal_relaxed")
+            partial = path.with_suffix(".parquet.tmp")
+            frame.write_parquet(partial)
+            os.replace(partial, path)
+        runs = sum(len(methods) for _, methods in todo)
+        lines.append(f"{cell.key}: {runs} runs in {time.perf_counter() - start:.1f} s")
         if report is not None:
             report(lines[-1])
     return lines
@@ -256,8 +267,7 @@ def _run_cells(
 
 def _run_in_processes(
     folder: Path,
-    tasks: list[list[tuple[Cell, list[str]]]],
-    seeds: list[int],
+    tasks: list[list[tuple[Cell, Todo]]],
     jobs: int,
     report: Callable[[str], None],
 ) -> None:
@@ -275,7 +285,7 @@ def _run_in_processes(
     try:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            futures = [pool.submit(_run_cells, folder, work, seeds) for work in tasks]
+            futures = [pool.submit(_run_cells, folder, work) for work in tasks]
             for future in as_completed(futures):
                 for line in future.result():
                     report(line)
