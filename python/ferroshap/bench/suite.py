@@ -245,16 +245,14 @@ def _run_cells(
             game = SUITE_GAMES[cell.game][1](cell.background)
             assert game.n == cell.n, f"{cell.game} has {game.n} players, SUITE_GAMES says {cell.n}"
         path = folder / f"{cell.key}.parquet"
+        frame = pl.read_parquet(path) if path.exists() else None  # read once, then kept here
         for seed, methods in todo:
             records = [
                 run_one(game, method, cell.budget, seed) | {"background": cell.background}
                 for method in methods
             ]
-            frame = pl.DataFrame(records).with_columns(
-                cell=pl.lit(cell.key), game=pl.lit(cell.game)
-            )
-            if path.exists():
-                frame = pl.concat([pl.read_parquet(path), frame], how="diagonal_relaxed")
+            new = pl.DataFrame(records).with_columns(cell=pl.lit(cell.key), game=pl.lit(cell.game))
+            frame = new if frame is None else pl.concat([frame, new], how="diagonal_relaxed")
             partial = path.with_suffix(".parquet.tmp")
             frame.write_parquet(partial)
             os.replace(partial, path)
