@@ -178,6 +178,7 @@ def test_blend_of_the_bases_scores_at_least_either_basis_alone() -> None:
         DEFAULT_PROXY_PARAMS,
         SELECTION_BASES,
         _blend,
+        _blend_weight,
         _fit_proxy,
     )
 
@@ -187,14 +188,73 @@ def test_blend_of_the_bases_scores_at_least_either_basis_alone() -> None:
     train, validation = (masks[:480], values[:480]), (masks[480:], values[480:])
     booster = _fit_proxy({**DEFAULT_PROXY_PARAMS, "learning_rate": 0.1}, train, validation)
     spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
-    fits = [_core.select_and_refit(spectrum, b, *train, *validation) for b in SELECTION_BASES]
-    surrogate, weight, score = _blend(fits, validation[1])
+    selections = [_core.select_support(spectrum, b, *train, *validation) for b in SELECTION_BASES]
+    weight, score = _blend_weight([s[2] for s in selections], validation[1])
     assert weight in BLEND_WEIGHTS
-    assert score >= max(r_squared(validation[1], fit[3]) for fit in fits)
+    assert score >= max(r_squared(validation[1], s[2]) for s in selections)
+    fits = {
+        b: _core.refit_top(spectrum, b, s[0], masks, values)
+        for b, s in zip(SELECTION_BASES, selections, strict=True)
+    }
+    weights = dict(zip(SELECTION_BASES, (weight, 1.0 - weight), strict=True))
+    surrogate = _blend(fits, weights)
     probe = np.random.default_rng(1).random((50, n)) < 0.5
-    mixed = weight * fits[0][0].evaluate(probe) + (1 - weight) * fits[1][0].evaluate(probe)
+    moebius, fourier = (fits[b].evaluate(probe) for b in SELECTION_BASES)
+    mixed = weight * moebius + (1 - weight) * fourier
     np.testing.assert_allclose(surrogate.evaluate(probe), mixed, atol=1e-10)
-    same, tie_weight, _ = _blend([fits[0], fits[0]], validation[1])
-    assert tie_weight == 1.0 and same is fits[0][0]  # equal fits: the single basis, as it is
+    assert _blend_weight([selections[0][2]] * 2, validation[1])[0] == 1.0  # ties: one basis
+    alone = {SELECTION_BASES[0]: fits[SELECTION_BASES[0]], SELECTION_BASES[1]: None}
+    assert _blend(alone, {SELECTION_BASES[0]: 1.0, SELECTION_BASES[1]: 0.0}) is alone["Moebius"]
     iv = fs.ProxySPEX(lambda m: soum(m), n_players=n, budget=600, seed=0).explain()
     assert iv.diagnostics["basis"] in ("Moebius", "Fourier", "blend")
+
+
+def test_refit_top_fits_the_largest_keys_on_every_sample() -> None:
+    """An exactly sparse function's own spectrum, refitted on its values, is recovered; its
+    two largest keys alone are their least-squares fit; a support of all samples is refused."""
+    n = 12
+    keys, coefficients = [(), (0,), (1, 2), (3, 4, 5)], np.array([1.0, 2.0, -3.0, 0.5])
+    truth = _core.SparseFunction("Moebius", n, keys, coefficients)
+    masks = _core.plan_masks(n, 300, 0)
+    values = truth.evaluate(masks)
+    full = _core.refit_top(truth, "Moebius", 3, masks, values)
+    np.testing.assert_allclose(full.evaluate(masks), values, atol=1e-10)
+    two = _core.refit_top(truth, "Moebius", 2, masks, values)
+    assert sorted(two.keys()) == [(), (0,), (1, 2)]
+    design = np.column_stack([np.ones(len(masks)), masks[:, 0], masks[:, 1] & masks[:, 2]])
+    expected = np.linalg.lstsq(design.astype(float), values, rcond=None)[0]
+    np.testing.assert_allclose(two.evaluate(masks), design @ expected, atol=1e-10)
+    with pytest.raises(InvalidArgumentError, match="support"):
+        _core.refit_top(truth, "Moebius", 300, masks, values)
+    with pytest.raises(InvalidArgumentError, match="basis"):
+        _core.refit_top(truth, "Walsh", 2, masks, values)
+
+
+def test_refitting_the_proxy_on_every_mask_helps_on_noisy_sparse_games() -> None:
+    """By default a proxy short of data (validation R² below REFIT_PROXY_R2) is fitted again on
+    every mask, which lowers the Shapley error of noisy unanimity games over seeds;
+    ``refit_proxy=False`` keeps the training-only proxy, and a near-exact proxy is kept."""
+    n, errors = 64, {None: [], False: []}
+    for seed in range(4):
+        soum = Soum(n, 40, 4, seed)
+        rng = np.random.default_rng(seed + 1000)
+        sd = 0.05 * soum(rng.random((2000, n)) < 0.5).std()
+        noise = rng.normal(0.0, sd, 1000)
+        for refit in (None, False):
+            iv = fs.ProxySPEX(
+                lambda m, soum=soum, noise=noise: soum(m) + noise[: len(m)],
+                n_players=n,
+                budget=1000,
+                seed=seed,
+                refit_proxy=refit,
+            ).explain()
+            assert iv.diagnostics["refit_proxy"] is (refit is None)
+            errors[refit].append(relative_error(iv.shapley_values(), soum.shapley))
+    assert np.median(errors[None]) < np.median(errors[False]), errors
+    exact = fs.ProxySPEX(Soum(20, 5, 2, 0), n_players=20, budget=400, seed=0).explain()
+    assert exact.diagnostics["proxy_validation_r2"] >= 0.98
+    assert exact.diagnostics["refit_proxy"] is False
+    forced = fs.ProxySPEX(Soum(20, 5, 2, 0), n_players=20, budget=400, seed=0, refit_proxy=True)
+    assert forced.explain().diagnostics["refit_proxy"] is True
+    with pytest.raises(InvalidTypeError, match="refit_proxy"):
+        fs.ProxySPEX(Soum(20, 5, 2, 0), n_players=20, refit_proxy="yes")  # type: ignore[arg-type]

@@ -24,7 +24,8 @@ __all__ = [
     "moebius_transform",
     "plan",
     "plan_masks",
-    "select_and_refit",
+    "refit_top",
+    "select_support",
     "sketch_plan",
 ]
 
@@ -206,18 +207,29 @@ def plan_masks(n_players: int, budget: int, seed: int) -> NDArray[np.bool_]:
     """``budget`` distinct uniform random coalitions ``[budget, n]``: row 0 empty, row 1 full,
     the rest in random order (any suffix is a uniform validation split)."""
 
-def select_and_refit(
+def select_support(
     spectrum: SparseFunction,
     basis: str,
     train_masks: NDArray[np.bool_],
     train_values: NDArray[np.float64],
     validation_masks: NDArray[np.bool_],
     validation_values: NDArray[np.float64],
-) -> tuple[SparseFunction, int, float, NDArray[np.float64]]:
-    """Top-k support of ``spectrum`` in ``basis``, k chosen by validation R², refitted by least
-    squares on both sets. Returns ``(surrogate, k, validation_r2, validation_fitted)``: the last
-    are the predictions on the validation rows of the training-only fit with that support (the
-    intercept alone when no support scores)."""
+) -> tuple[int, float, NDArray[np.float64]]:
+    """How many of ``spectrum``'s largest keys in ``basis`` to keep: each support size ``k`` of
+    a geometric grid is fitted by least squares on the training set and scored on the validation
+    set. Returns ``(k, validation_r2, validation_fitted)``, the last the best fit's predictions on
+    the validation rows (the intercept alone when no support scores)."""
+
+def refit_top(
+    spectrum: SparseFunction,
+    basis: str,
+    support: int,
+    masks: NDArray[np.bool_],
+    values: NDArray[np.float64],
+) -> SparseFunction:
+    """The ``support`` keys of ``spectrum`` with the largest |coefficient| in ``basis``, plus the
+    empty key, fitted by least squares on ``masks`` → ``values`` (a key whose column depends on
+    earlier ones is left out). ``support`` must be below the number of masks."""
 
 def exact_interactions(
     values: NDArray[np.float64], n_players: int, index: str, max_order: int

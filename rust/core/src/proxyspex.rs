@@ -1,11 +1,11 @@
 //! ProxySPEX planning and support selection (spec proxyspex §3, §6, §14).
 //!
 //! - [`plan_masks`]: distinct uniform random coalitions from a seed, ∅ and N first.
-//! - [`select_and_refit`]: from a proxy's exact spectrum, keep the `k` largest coefficients in a
-//!   chosen basis, with `k` picked by R² on a validation split, and refit them by least squares
-//!   (the reference's 95 %-energy rule caps R² near 0.95 even for a perfect proxy).
+//! - [`select_support`]: from a proxy's exact spectrum, how many of the largest coefficients in
+//!   a chosen basis to keep, picked by R² on a validation split (the reference's 95 %-energy
+//!   rule caps R² near 0.95 even for a perfect proxy);
+//! - [`refit_top`]: that many largest coefficients refitted by least squares.
 
-use faer::linalg::solvers::SolveLstsq;
 use faer::Mat;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -104,11 +104,9 @@ impl Samples<'_> {
     }
 }
 
-/// The outcome of [`select_and_refit`].
+/// The outcome of [`select_support`].
 #[derive(Debug, Clone)]
-pub struct Refit {
-    /// The refitted surrogate on the selected support (plus ∅), in the selection's basis.
-    pub function: SparseFunction,
+pub struct Selection {
     /// Number of non-empty keys selected.
     pub support: usize,
     /// R² on the validation set of the training-only fit with that support.
@@ -210,19 +208,20 @@ fn independent(keys: &[Key], r: &Mat<f64>) -> Vec<Key> {
         .collect()
 }
 
-/// Selects the support of the surrogate and refits it (spec proxyspex §6, §14).
+/// Chooses the support size of the surrogate (spec proxyspex §6, §14).
 ///
 /// Keys of the proxy `spectrum` are ranked by |coefficient| in `basis` (∅ always kept as the
 /// intercept). For each support size `k` on a geometric grid up to
 /// `min(MAX_SUPPORT, rows(train) / 2)`, the top-`k` keys are fitted by least squares on `train`
 /// (one QR for all prefixes) and scored by R² on `validation`; the best `k` (the smallest on
-/// ties) is refitted on `train` and `validation` together.
-pub fn select_and_refit(
+/// ties) is returned with its score and validation predictions. [`refit_top`] then fits that
+/// many keys on every sample.
+pub fn select_support(
     spectrum: &SparseFunction,
     basis: Basis,
     train: Samples<'_>,
     validation: Samples<'_>,
-) -> Result<Refit> {
+) -> Result<Selection> {
     let n = spectrum.n_players();
     train.check("train", n)?;
     validation.check("validation", n)?;
@@ -237,13 +236,7 @@ pub fn select_and_refit(
         ));
     }
     let limit = MAX_SUPPORT.min(train.rows() / 2).max(1);
-    let mut keys = ranked_keys(spectrum, basis, limit)?;
-    let mut r = r_with_rhs(&design(&keys, basis, &train, n), train.values);
-    let kept = independent(&keys, &r);
-    if kept.len() < keys.len() {
-        keys = kept;
-        r = r_with_rhs(&design(&keys, basis, &train, n), train.values);
-    }
+    let (keys, r) = independent_fit(ranked_keys(spectrum, basis, limit)?, basis, &train, n);
     let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
     let val_design = design(&keys, basis, &validation, n);
     // validation predictions of the training-only fit on the top-`k` keys (∅ included)
@@ -262,28 +255,54 @@ pub fn select_and_refit(
             best = (k, score, fitted);
         }
     }
-    let (k, validation_r2, validation_fitted) = best;
-    let keys: Vec<Key> = keys.into_iter().take(k + 1).collect();
-    let all_masks = [train.masks, validation.masks].concat();
-    let all_values = [train.values, validation.values].concat();
-    let all = Samples {
-        masks: &all_masks,
-        values: &all_values,
-    };
-    let a = design(&keys, basis, &all, n);
-    let y = Mat::from_fn(all.rows(), 1, |i, _| all.values[i]);
-    let beta = a.qr().solve_lstsq(&y);
-    let terms = keys
-        .into_iter()
-        .enumerate()
-        .map(|(j, key)| (key, beta[(j, 0)]))
-        .collect();
-    Ok(Refit {
-        function: SparseFunction::new(basis, n, terms)?,
-        support: k,
+    let (support, validation_r2, validation_fitted) = best;
+    Ok(Selection {
+        support,
         validation_r2,
         validation_fitted,
     })
+}
+
+/// The `support` keys of `spectrum` with the largest |coefficient| in `basis`, plus ∅, fitted by
+/// least squares on `samples` (a key whose design column depends on earlier ones is left out).
+pub fn refit_top(
+    spectrum: &SparseFunction,
+    basis: Basis,
+    support: usize,
+    samples: Samples<'_>,
+) -> Result<SparseFunction> {
+    let n = spectrum.n_players();
+    samples.check("samples", n)?;
+    if support >= samples.rows() {
+        return Err(CoreError::invalid(
+            "support",
+            format!(
+                "must be below the number of samples ({}), got {support}",
+                samples.rows()
+            ),
+        ));
+    }
+    let (keys, r) = independent_fit(ranked_keys(spectrum, basis, support)?, basis, &samples, n);
+    let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
+    let beta = back_substitute(&r, &z, keys.len());
+    SparseFunction::new(basis, n, keys.into_iter().zip(beta).collect())
+}
+
+/// `keys` less those whose design column on `samples` depends on earlier ones, and the `R`
+/// factor of `[design | values]` for them (see [`r_with_rhs`]).
+fn independent_fit(
+    keys: Vec<Key>,
+    basis: Basis,
+    samples: &Samples<'_>,
+    n: usize,
+) -> (Vec<Key>, Mat<f64>) {
+    let r = r_with_rhs(&design(&keys, basis, samples, n), samples.values);
+    let kept = independent(&keys, &r);
+    if kept.len() == keys.len() {
+        return (keys, r);
+    }
+    let r = r_with_rhs(&design(&kept, basis, samples, n), samples.values);
+    (kept, r)
 }
 
 /// Solves the leading `k × k` block `R β = z` (upper triangular).
@@ -318,6 +337,53 @@ mod tests {
         assert!(plan_masks(3, 9, 0).is_err());
         assert!(plan_masks(0, 9, 0).is_err());
         assert!(plan_masks(3, 1, 0).is_err());
+    }
+
+    #[test]
+    fn refit_top_recovers_an_exactly_sparse_function_and_refuses_too_large_supports() {
+        let n = 10;
+        let key = |p: &[u32]| Key::new(p.to_vec(), n).unwrap();
+        let terms = vec![
+            (key(&[]), 0.5),
+            (key(&[0]), 2.0),
+            (key(&[1, 2]), -3.0),
+            (key(&[3, 4, 5]), 0.25),
+        ];
+        let truth = SparseFunction::new(Basis::Moebius, n, terms).unwrap();
+        let masks = plan_masks(n, 200, 3).unwrap().to_indicators();
+        let values = truth.evaluate(&masks).unwrap();
+        let samples = Samples {
+            masks: &masks,
+            values: &values,
+        };
+        let fit = refit_top(&truth, Basis::Moebius, 3, samples).unwrap();
+        for (k, c) in truth.terms() {
+            assert!((fit.coefficient(k.players()) - c).abs() < 1e-10, "{k:?}");
+        }
+        // the two largest keys: (1, 2) and (0,), with ∅
+        assert_eq!(
+            refit_top(&truth, Basis::Moebius, 2, samples)
+                .unwrap()
+                .terms()
+                .len(),
+            3
+        );
+        assert!(refit_top(&truth, Basis::Moebius, 200, samples).is_err());
+        let selection = select_support(
+            &truth,
+            Basis::Fourier,
+            Samples {
+                masks: &masks[..150 * n],
+                values: &values[..150],
+            },
+            Samples {
+                masks: &masks[150 * n..],
+                values: &values[150..],
+            },
+        )
+        .unwrap();
+        assert!(selection.validation_r2 > 1.0 - 1e-10);
+        assert_eq!(selection.validation_fitted.len(), 50);
     }
 
     #[test]

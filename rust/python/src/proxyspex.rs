@@ -4,7 +4,9 @@
 use ferroshap_core::exact_interactions::{exact_interactions as exact, moebius_from_table};
 use ferroshap_core::interactions::{interactions, shapley_values, to_fourier, to_moebius};
 use ferroshap_core::interactions::{Index, Interactions};
-use ferroshap_core::proxyspex::{plan_masks as plan, select_and_refit as select, Samples};
+use ferroshap_core::proxyspex::{
+    plan_masks as plan, refit_top as refit, select_support as select, Samples,
+};
 use ferroshap_core::sparse::{Basis, Key, SparseFunction};
 use ferroshap_core::trees::lightgbm_fourier as from_lightgbm;
 use ferroshap_core::CoreError;
@@ -230,11 +232,9 @@ fn plan_masks<'py>(
     PyArray1::from_vec(py, matrix.to_indicators()).reshape([rows, n_players])
 }
 
-/// Top-k support selection on a validation split and least-squares refit; also returns the
-/// chosen training-only fit's predictions on the validation rows.
+/// Top-k support size chosen on a validation split: `(k, validation R², validation fitted)`.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn select_and_refit<'py>(
+fn select_support<'py>(
     py: Python<'py>,
     spectrum: &PySparseFunction,
     basis: &str,
@@ -242,7 +242,7 @@ fn select_and_refit<'py>(
     train_values: PyReadonlyArray1<'py, f64>,
     validation_masks: PyReadonlyArray2<'py, bool>,
     validation_values: PyReadonlyArray1<'py, f64>,
-) -> PyResult<(PySparseFunction, usize, f64, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<(usize, f64, Bound<'py, PyArray1<f64>>)> {
     let n = spectrum.inner.n_players();
     let prepared = (|| -> Result<_, CoreError> {
         Ok((
@@ -254,7 +254,7 @@ fn select_and_refit<'py>(
     let (basis, train_rows, val_rows) = prepared.map_err(|e| to_py_err(py, e))?;
     let train_y = train_values.as_array().to_vec();
     let val_y = validation_values.as_array().to_vec();
-    let refit = py
+    let selection = py
         .detach(|| {
             guarded(|| {
                 select(
@@ -273,13 +273,43 @@ fn select_and_refit<'py>(
         })
         .map_err(|e| to_py_err(py, e))?;
     Ok((
-        PySparseFunction {
-            inner: refit.function,
-        },
-        refit.support,
-        refit.validation_r2,
-        PyArray1::from_vec(py, refit.validation_fitted),
+        selection.support,
+        selection.validation_r2,
+        PyArray1::from_vec(py, selection.validation_fitted),
     ))
+}
+
+/// The `support` largest keys of a spectrum in a basis, refitted by least squares.
+#[pyfunction]
+fn refit_top<'py>(
+    py: Python<'py>,
+    spectrum: &PySparseFunction,
+    basis: &str,
+    support: usize,
+    masks: PyReadonlyArray2<'py, bool>,
+    values: PyReadonlyArray1<'py, f64>,
+) -> PyResult<PySparseFunction> {
+    let n = spectrum.inner.n_players();
+    let prepared =
+        (|| -> Result<_, CoreError> { Ok((parse_basis(basis)?, mask_rows(&masks, n)?)) })();
+    let (basis, rows) = prepared.map_err(|e| to_py_err(py, e))?;
+    let y = values.as_array().to_vec();
+    let inner = py
+        .detach(|| {
+            guarded(|| {
+                refit(
+                    &spectrum.inner,
+                    basis,
+                    support,
+                    Samples {
+                        masks: &rows,
+                        values: &y,
+                    },
+                )
+            })
+        })
+        .map_err(|e| to_py_err(py, e))?;
+    Ok(PySparseFunction { inner })
 }
 
 /// Interaction values from the full table of a game, by their definitions.
@@ -323,7 +353,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySparseFunction>()?;
     m.add_function(wrap_pyfunction!(lightgbm_fourier, m)?)?;
     m.add_function(wrap_pyfunction!(plan_masks, m)?)?;
-    m.add_function(wrap_pyfunction!(select_and_refit, m)?)?;
+    m.add_function(wrap_pyfunction!(select_support, m)?)?;
+    m.add_function(wrap_pyfunction!(refit_top, m)?)?;
     m.add_function(wrap_pyfunction!(exact_interactions, m)?)?;
     m.add_function(wrap_pyfunction!(moebius_transform, m)?)?;
     Ok(())
