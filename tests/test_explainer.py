@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -275,3 +276,72 @@ def test_generator_seed_gives_fresh_designs_per_call(data) -> None:
         _model, background, budget=40, seed=np.random.default_rng(0), method="leverage"
     )
     assert not np.array_equal(explainer(X).values, explainer(X).values)
+
+
+def _interacting_model(z: np.ndarray) -> np.ndarray:
+    """A smooth model with pairwise and triple interactions of 10 features."""
+    z = np.asarray(z, dtype=float)
+    return np.tanh(z[:, 0] * z[:, 1] - z[:, 2]) + z[:, 3] * z[:, 4] * z[:, 5] + z[:, 6:].sum(1)
+
+
+def test_features_at_their_background_value_are_null_players() -> None:
+    """With one background row, a feature equal to it cannot change the output: its value is
+    exactly 0 and the row is explained as the game of the other features (here few enough to
+    enumerate within the budget), matching exact values on the full game."""
+    rng = np.random.default_rng(0)
+    background = rng.normal(size=(1, 10))
+    X = rng.normal(size=(3, 10))
+    X[0, [1, 4, 7, 8, 9]] = background[0, [1, 4, 7, 8, 9]]
+    X[1, :6] = background[0, :6]
+    X[2] = background[0]
+    ex = fs.Explainer(_interacting_model, background, budget=40, seed=0)(X)
+    exact = fs.Explainer(_interacting_model, background, method="exact")(X).values
+    assert ex.values[0, [1, 4, 7, 8, 9]].tolist() == [0.0] * 5
+    assert ex.values[1, :6].tolist() == [0.0] * 6 and ex.values[2].tolist() == [0.0] * 10
+    np.testing.assert_allclose(ex.values, exact, atol=1e-12)
+    assert ex.estimator == "exact" and ex.n_evaluations == 2**5
+
+
+def test_a_row_with_null_players_is_explained_on_the_smaller_game() -> None:
+    """The values of the other players are those of the reduced game's own estimate, and rows
+    without null players keep the shared design of the whole game."""
+    rng = np.random.default_rng(1)
+    background, X = rng.normal(size=(1, 10)), rng.normal(size=(2, 10))
+    X[0, :2] = background[0, :2]
+    explainer = fs.Explainer(_interacting_model, background, method="leverage", budget=64, seed=3)
+    ex = explainer(X)
+    varying = np.arange(2, 10)
+
+    def reduced(masks: np.ndarray) -> np.ndarray:
+        z = np.repeat(X[:1], len(masks), axis=0)
+        z[:, varying] = np.where(masks, X[0, varying], background[0, varying])
+        return _interacting_model(z)
+
+    own = fs.shapley_values(reduced, n_players=8, method="leverage", budget=64, seed=3)
+    np.testing.assert_allclose(ex.values[0, varying], own, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(ex.values[1], explainer(X[1:]).values[0])
+
+
+def test_null_players_in_frames_and_groups() -> None:
+    """A string column equal to the background's, and a group all of whose features are, are
+    null players; with several background rows a column is null only if all of them agree."""
+    pd = pytest.importorskip("pandas")
+    background = pd.DataFrame({"a": [1.0], "b": [2.0], "c": ["x"], "d": [0.5]})
+    X = pd.DataFrame({"a": [3.0], "b": [2.0], "c": ["x"], "d": [1.5]})
+
+    def model(frame: Any) -> np.ndarray:
+        c = (frame["c"] == "x").to_numpy(dtype=float)
+        return frame["a"].to_numpy() * frame["b"].to_numpy() + c * frame["d"].to_numpy()
+
+    ex = fs.Explainer(model, background, budget=8, seed=0)(X)
+    assert ex.values[0, 1] == 0.0 and ex.values[0, 2] == 0.0
+    np.testing.assert_allclose(ex.values[0].sum(), model(X)[0] - model(background)[0])
+    grouped = fs.Explainer(
+        model, background, budget=8, seed=0, groups={"ab": ["a", "b"], "cd": ["c", "d"]}
+    )(X)
+    assert np.all(grouped.values[0] != 0.0)
+    numeric = np.array([[1.0, 2.0, 3.0], [1.0, 5.0, 3.0]])
+    row = np.array([[1.0, 5.0, 4.0]])
+    ex = fs.Explainer(lambda z: z @ np.array([1.0, 2.0, 3.0]), numeric, budget=8, seed=0)(row)
+    np.testing.assert_allclose(ex.values[0], [0.0, 3.0, 3.0], atol=1e-12)
+    assert ex.values[0, 0] == 0.0

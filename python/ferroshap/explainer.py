@@ -343,6 +343,9 @@ class Explainer:
             link=self.link,
         )
         rows = int(x.shape[0])
+        varying = self._varying_players(table)
+        patterns, pattern_of = np.unique(varying, axis=0, return_inverse=True)
+        pattern_of = pattern_of.ravel()
         memory.check(
             "Explainer",
             memory.sampling_estimate(
@@ -350,7 +353,8 @@ class Explainer:
                 n,
                 self.budget,
                 rows=rows,
-                max_bytes=self.options.max_bytes,
+                # one pattern's design at a time; read in chunks only when it is the whole game's
+                max_bytes=self.options.max_bytes if patterns.all() else None,
                 designs=rows if self.per_row_design else 1,
                 proxy=self._recipe.proxy is not None,
             ),
@@ -360,20 +364,20 @@ class Explainer:
             rows=rows,
         )
         seed = draw_seed(self.seed)
-        streams = range(1, rows + 1) if self.per_row_design else [0]
-        designs = _plan(
-            self._recipe.planned, n, self.budget, seed, self.paired, streams, self.method != AUTO
-        )
-        if self.per_row_design:
-            masks = [_expand(design.masks(), self.groups) for design in designs]
-            sizes = [len(m) for m in masks]
-            values = game.evaluate(np.concatenate(masks), rows=np.repeat(np.arange(rows), sizes))
-            per_design = np.split(values, np.cumsum(sizes)[:-1])
-        else:
-            per_design = [game.evaluate(_design_masks(designs[0], self.groups))]
-        phi = np.stack(_estimate(designs, per_design, self._recipe.proxy, self.cross_fit))
         k = int(np.prod(game.output_shape, dtype=np.int64))
-        phi = np.ascontiguousarray(phi.reshape(rows, k, n).transpose(0, 2, 1))  # [rows, n, k]
+        phi = np.zeros((rows, k, n))
+        estimators: dict[str, None] = {}
+        evaluations = 0
+        for p, pattern in enumerate(patterns):
+            players = np.flatnonzero(pattern)
+            chosen = np.flatnonzero(pattern_of == p)
+            if len(players) == 0:  # every feature at its background value: all values are 0
+                continue
+            part, designs, recipe = self._explain_players(game, players, chosen, seed, k)
+            phi[chosen[:, None, None], np.arange(k)[None, :, None], players[None, None, :]] = part
+            estimators["exact" if designs[0].exact else recipe.name] = None
+            evaluations = max(evaluations, *(design.n_coalitions for design in designs))
+        phi = np.ascontiguousarray(phi.transpose(0, 2, 1))  # [rows, n, k]
         return Explanation(
             values=phi if game.output_shape else phi[:, :, 0],
             base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
@@ -381,11 +385,67 @@ class Explainer:
             feature_names=self.feature_names or table.names or [f"x{i}" for i in range(n)],
             groups=None if self.groups is None else self.groups.columns(self._column_names(table)),
             frame=table.frame,
-            n_evaluations=max(design.n_coalitions for design in designs),
+            n_evaluations=evaluations,
             method=self.method,
             budget=self.budget,
-            estimator="exact" if designs[0].exact else self._recipe.name,
+            estimator=", ".join(estimators) or "exact",
         )
+
+    def _varying_players(self, table: Table) -> np.ndarray:
+        """``bool[rows, n]``: whether each player can change the model's output on each row.
+
+        A feature whose value in the row equals its value in every background row is replaced
+        by the same value whether it is masked or not, so it is a null player: its Shapley value
+        is exactly 0 and the row's game is that of the other players (a group is null when all
+        its features are). NaN counts as differing, as does 0.0 against -0.0.
+        """
+        assert self._table is not None
+        x, background = table.numpy(), self._table.numpy()
+        first = background[:1]
+        same = _identical(x, first) & np.all(_identical(background, first), axis=0)
+        if self.groups is None:
+            return ~same
+        members = self.groups.expand(np.eye(self.n_players, dtype=bool))  # [players, features]
+        return (~same).astype(np.int64) @ members.T.astype(np.int64) > 0
+
+    def _explain_players(
+        self, game: TabularGame, players: np.ndarray, rows: np.ndarray, seed: int, k: int
+    ) -> tuple[np.ndarray, list[_core.Design], Recipe]:
+        """Shapley values ``[len(rows), k, len(players)]`` of the explained ``rows`` on the game
+        of ``players`` (the others held at the row's values), with the designs and recipe."""
+        n, n_players = self.n_players, len(players)
+        every = n_players == n
+        recipe = (
+            self._recipe
+            if every
+            else resolve(
+                self.method, n_players, self.budget, self.paired, int(self._background.shape[0])
+            )
+        )
+        streams = [int(r) + 1 for r in rows] if self.per_row_design else [0]
+        warn = every and self.method != AUTO  # a smaller game's enumeration is our choice
+        designs = _plan(recipe.planned, n_players, self.budget, seed, self.paired, streams, warn)
+
+        def embed(masks: np.ndarray) -> np.ndarray:
+            if every:
+                return _expand(masks, self.groups)
+            full = np.ones((len(masks), n), dtype=bool)
+            full[:, players] = masks
+            return _expand(full, self.groups)
+
+        if self.per_row_design:
+            masks = [embed(design.masks()) for design in designs]
+            sizes = [len(m) for m in masks]
+            values = game.evaluate(np.concatenate(masks), rows=np.repeat(rows, sizes))
+            per_design = np.split(values, np.cumsum(sizes)[:-1])
+        elif every and len(rows) == game.n_rows:
+            per_design = [game.evaluate(_design_masks(designs[0], self.groups))]
+        else:
+            masks = embed(designs[0].masks())
+            per_row = [game.evaluate(masks, rows=np.full(len(masks), r)) for r in rows]
+            per_design = [np.concatenate(per_row, axis=1)]  # [m, rows * k], row-major
+        part = np.stack(_estimate(designs, per_design, recipe.proxy, self.cross_fit))
+        return part.reshape(len(rows), k, n_players), designs, recipe
 
     def _explain_masked(self, x: Any) -> Explanation:
         """Shapley values of the masker's game at input ``x``: one row."""
@@ -419,6 +479,25 @@ class Explainer:
             budget=budget,
             estimator="exact" if design.exact else recipe.name,
         )
+
+
+def _identical(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise ``a == b`` (broadcast), also telling 0.0 from -0.0 in float arrays; cells of
+    a mixed frame (object arrays) that cannot be compared count as different."""
+    if a.dtype == object or b.dtype == object:
+        return np.frompyfunc(_same_cell, 2, 1)(a, b).astype(bool)
+    same = np.asarray(a == b, dtype=bool)
+    if a.dtype.kind == "f" and b.dtype.kind == "f":
+        same &= np.signbit(a) == np.signbit(b)
+    return same
+
+
+def _same_cell(a: Any, b: Any) -> bool:
+    """Whether two cells of a mixed frame are the same value (``False`` when undecidable)."""
+    try:
+        return bool(a == b) and not (isinstance(a, float) and np.signbit(a) != np.signbit(b))
+    except (TypeError, ValueError):
+        return False
 
 
 def _linked(function: Callable[[np.ndarray], Any], link: str) -> Callable[[np.ndarray], Any]:
