@@ -38,6 +38,9 @@ class Explanation:
         The estimator that ran: the method itself (``"exact"`` when the budget covered every
         coalition, ``"leverage"`` when a proxy method fell back to it), or for
         ``method="auto"`` the recipe it chose (a name of :data:`ferroshap.auto.RECIPES`).
+        Rows with different null players (features equal to every background row) are
+        explained on games of different sizes; when those ran different estimators, their
+        names are joined by ``", "`` in order of first use.
     groups : dict[str, list[str]] or None
         With ``groups=``: each player's name and its columns (``feature_names`` then names the
         players, and ``values`` has one column per player).
