@@ -207,6 +207,10 @@ class Explainer:
             )
         self._table: Table | None = read_table(background, "background")
         self._background = self._model.place(self._table.values)
+        host = self._table.numpy()
+        # what null players are tested against (see _varying_players), read once per explainer
+        self._background_row = host[:1]
+        self._constant_columns = np.all(_identical(host, self._background_row), axis=0)
         n_features = self._table.n_columns
         if feature_names is not None:
             feature_names = [str(name) for name in feature_names]
@@ -343,7 +347,8 @@ class Explainer:
             link=self.link,
         )
         rows = int(x.shape[0])
-        varying = self._varying_players(table)
+        data = np.array(table.numpy())
+        varying = self._varying_players(data)
         patterns, pattern_of = np.unique(varying, axis=0, return_inverse=True)
         pattern_of = pattern_of.ravel()
         memory.check(
@@ -381,7 +386,7 @@ class Explainer:
         return Explanation(
             values=phi if game.output_shape else phi[:, :, 0],
             base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
-            data=np.array(table.numpy()),
+            data=data,
             feature_names=self.feature_names or table.names or [f"x{i}" for i in range(n)],
             groups=None if self.groups is None else self.groups.columns(self._column_names(table)),
             frame=table.frame,
@@ -391,18 +396,16 @@ class Explainer:
             estimator=", ".join(estimators) or "exact",
         )
 
-    def _varying_players(self, table: Table) -> np.ndarray:
+    def _varying_players(self, x: np.ndarray) -> np.ndarray:
         """``bool[rows, n]``: whether each player can change the model's output on each row.
 
         A feature whose value in the row equals its value in every background row is replaced
         by the same value whether it is masked or not, so it is a null player: its Shapley value
         is exactly 0 and the row's game is that of the other players (a group is null when all
-        its features are). NaN counts as differing, as does 0.0 against -0.0.
+        its features are). NaN counts as differing, as does 0.0 against -0.0. ``x`` is the
+        explained rows' host copy.
         """
-        assert self._table is not None
-        x, background = table.numpy(), self._table.numpy()
-        first = background[:1]
-        same = _identical(x, first) & np.all(_identical(background, first), axis=0)
+        same = _identical(x, self._background_row) & self._constant_columns
         if self.groups is None:
             return ~same
         members = self.groups.expand(np.eye(self.n_players, dtype=bool))  # [players, features]
