@@ -258,3 +258,76 @@ def test_refitting_the_proxy_on_every_mask_helps_on_noisy_sparse_games() -> None
     assert forced.explain().diagnostics["refit_proxy"] is True
     with pytest.raises(InvalidTypeError, match="refit_proxy"):
         fs.ProxySPEX(Soum(20, 5, 2, 0), n_players=20, refit_proxy="yes")  # type: ignore[arg-type]
+
+
+def test_refit_ridge_is_the_proxy_scaled_ridge_in_closed_form() -> None:
+    """``refit_ridge`` equals the generalized ridge computed with numpy: Fourier columns centred,
+    each scaled by its |coefficient| over the largest, penalty ``λ = penalty * rows``, the
+    intercept free; in both the primal (rows > terms) and the dual (rows < terms) form."""
+    n = 10
+    rng = np.random.default_rng(3)
+    keys = [(0,), (1, 2), (3,), (4, 5, 6), (7,), (8, 9), (2,), (5,)]
+    prior = _core.SparseFunction("Fourier", n, keys, rng.normal(size=len(keys)))
+    for rows, penalty in ((200, 1e-3), (6, 0.05)):
+        masks = _core.plan_masks(n, rows, rows)
+        values = rng.normal(size=rows)
+        fit = _core.refit_ridge(prior, penalty, masks, values)
+        ranked = sorted(
+            zip(prior.keys(), prior.coefficients(), strict=True), key=lambda t: -abs(t[1])
+        )
+        scales = np.array([abs(c) for _, c in ranked]) / max(abs(c) for _, c in ranked)
+        x = np.column_stack([np.prod(1.0 - 2.0 * masks[:, list(k)], axis=1) for k, _ in ranked])
+        z = (x - x.mean(axis=0)) * scales
+        g = np.linalg.solve(
+            z.T @ z + penalty * rows * np.eye(len(keys)), z.T @ (values - values.mean())
+        )
+        expected = values.mean() + (x - x.mean(axis=0)) @ (scales * g)
+        np.testing.assert_allclose(fit.evaluate(masks), expected, atol=1e-9)
+        assert fit.basis == "Fourier"
+    with pytest.raises(InvalidArgumentError, match="penalty"):
+        _core.refit_ridge(prior, 0.0, masks, values)
+
+
+def test_select_ridge_scores_the_training_fit_on_the_validation_split() -> None:
+    """The chosen penalty's validation predictions are those of ``refit_ridge`` on the training
+    split; an exactly sparse spectrum is fitted to rounding with a small penalty."""
+    n = 16
+    truth = _core.SparseFunction(
+        "Fourier", n, [(), (0,), (1, 2), (3, 4, 5)], np.array([0.2, 1.0, -0.5, 0.3])
+    )
+    masks = _core.plan_masks(n, 300, 1)
+    values = truth.evaluate(masks) + np.random.default_rng(0).normal(0.0, 0.05, 300)
+    train, validation = (masks[:240], values[:240]), (masks[240:], values[240:])
+    penalty, r2, fitted = _core.select_ridge(truth, *train, *validation)
+    on_train = _core.refit_ridge(truth, penalty, *train)
+    np.testing.assert_allclose(fitted, on_train.evaluate(validation[0]), atol=1e-9)
+    assert r2 == pytest.approx(
+        1.0
+        - np.sum((validation[1] - fitted) ** 2)
+        / np.sum((validation[1] - validation[1].mean()) ** 2)
+    )
+    exact = truth.evaluate(masks)
+    penalty, r2, _ = _core.select_ridge(truth, masks[:240], exact[:240], masks[240:], exact[240:])
+    assert r2 > 1.0 - 1e-9 and penalty < 1e-6
+
+
+def test_the_proxy_scaled_ridge_where_the_proxy_is_short_of_data() -> None:
+    """On data-poor unanimity games (n = 32, budget 500) the ridge lowers the median Shapley
+    error over seeds; by default an exactly recovered game keeps the sparse fit and its exact
+    terms; ``ridge=True`` forces the ridge; a bad type gets a clear error."""
+    n, errors = 32, {True: [], False: []}
+    for seed in range(5):
+        soum = Soum(n, 20, 3, seed)
+        for ridge in (True, False):
+            iv = fs.ProxySPEX(soum, n_players=n, budget=500, seed=seed, ridge=ridge).explain()
+            assert iv.diagnostics["fit"] == ("ridge" if ridge else "sparse")
+            errors[ridge].append(relative_error(iv.shapley_values(), soum.shapley))
+    assert np.median(errors[True]) < np.median(errors[False]), errors
+    game = Soum(20, 5, 2, 0)
+    exact = fs.ProxySPEX(game, n_players=20, budget=400, seed=0, index="Moebius").explain()
+    assert exact.diagnostics["fit"] == "sparse"
+    assert exact.diagnostics["ridge_penalty"] is None
+    for key, value in true_terms(game).items():
+        assert exact.values[key] == pytest.approx(value, abs=1e-9)
+    with pytest.raises(InvalidTypeError, match="ridge"):
+        fs.ProxySPEX(game, n_players=20, ridge=1)  # type: ignore[arg-type]

@@ -24,7 +24,9 @@ __all__ = [
     "moebius_transform",
     "plan",
     "plan_masks",
+    "refit_ridge",
     "refit_top",
+    "select_ridge",
     "select_support",
     "sketch_plan",
 ]
@@ -230,6 +232,28 @@ def refit_top(
     """The ``support`` keys of ``spectrum`` with the largest |coefficient| in ``basis``, plus the
     empty key, fitted by least squares on ``masks`` → ``values`` (a key whose column depends on
     earlier ones is left out). ``support`` must be below the number of masks."""
+
+def select_ridge(
+    spectrum: SparseFunction,
+    train_masks: NDArray[np.bool_],
+    train_values: NDArray[np.float64],
+    validation_masks: NDArray[np.bool_],
+    validation_values: NDArray[np.float64],
+) -> tuple[float, float, NDArray[np.float64]]:
+    """Penalty per sample of the proxy-scaled ridge: ``spectrum``'s Fourier terms (at most
+    1024, the largest first), each penalised by its |coefficient| over the largest, fitted on the
+    training set for each penalty of a log-spaced grid and scored on the validation set. Returns
+    ``(penalty, validation_r2, validation_fitted)``."""
+
+def refit_ridge(
+    spectrum: SparseFunction,
+    penalty: float,
+    masks: NDArray[np.bool_],
+    values: NDArray[np.float64],
+) -> SparseFunction:
+    """``spectrum``'s Fourier terms (at most 1024, the largest first) fitted on ``masks`` →
+    ``values`` by the proxy-scaled ridge with ``penalty`` per sample (``λ = penalty * rows``,
+    intercept unpenalised): a Fourier function."""
 
 def exact_interactions(
     values: NDArray[np.float64], n_players: int, index: str, max_order: int

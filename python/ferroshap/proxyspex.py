@@ -97,6 +97,15 @@ Above it the ranking of the terms is settled: on sums of unanimity at budgets wh
 reaches it, the second fit changed the Shapley error within noise (one seed of 15 worse) for
 twice the proxy's time."""
 
+SPARSE_RESIDUAL = 0.9
+"""By default the proxy-scaled ridge replaces the sparse fit where the proxy is short of data,
+unless the sparse fit's validation residual (1 - R²) is below this share of the ridge's.
+
+The sparse fit's score is the more optimistic of the two (its support size in each basis and
+its blend are all chosen on the same validation split, the ridge's single penalty too), so a
+near tie goes to the ridge; an exactly sparse game, which the sparse fit recovers to rounding,
+keeps it. See docs/proxyspex.md for the measurements."""
+
 MAX_ROUNDS = 2000
 """Most boosting rounds; early stopping after 50 rounds without validation improvement."""
 
@@ -219,6 +228,13 @@ class ProxySPEX:
         does so when the first proxy's validation R² is below :data:`REFIT_PROXY_R2` (it is
         short of data) and the masks x players are below :data:`REFIT_PROXY_CELLS` (the second
         fit is cheap).
+    ridge
+        Refit the surrogate as a ridge over the proxy's Fourier terms (up to 1 024, the largest
+        first), each term's penalty scaled by the proxy's own |coefficient|, instead of least
+        squares on the top ones: nothing is cut, small proxy terms are shrunk. ``None``
+        (default) tries it under the same condition as ``refit_proxy`` and keeps it unless the
+        sparse fit is clearly better on the validation split (:data:`SPARSE_RESIDUAL`);
+        ``True`` always uses it, ``False`` never. ``iv.diagnostics["fit"]`` says which ran.
 
     Examples
     --------
@@ -268,12 +284,15 @@ class ProxySPEX:
         groups: GroupsArgument | None = None,
         max_memory: int | None = None,
         refit_proxy: bool | None = None,
+        ridge: bool | None = None,
     ) -> None:
-        if refit_proxy is not None and not isinstance(refit_proxy, bool):
-            raise InvalidTypeError(
-                f"refit_proxy must be True, False or None, got {type(refit_proxy).__name__}"
-            )
+        for name, flag in (("refit_proxy", refit_proxy), ("ridge", ridge)):
+            if flag is not None and not isinstance(flag, bool):
+                raise InvalidTypeError(
+                    f"{name} must be True, False or None, got {type(flag).__name__}"
+                )
         self.refit_proxy = refit_proxy
+        self.ridge = ridge
         if max_memory is not None:
             memory.resolve_max_memory(max_memory)
         self.max_memory = max_memory
@@ -429,12 +448,19 @@ class ProxySPEX:
                 )
             )
         weight, validation_r2 = _blend_weight([s[2] for s in selections], validation[1])
+        # short of data: the proxy's ranking is uncertain, and a second fit or a ridge is cheap
+        short = masks.size < REFIT_PROXY_CELLS and proxy_r2 < REFIT_PROXY_R2
+        penalty = None
+        if self.ridge or (self.ridge is None and short):
+            penalty, ridge_r2, _ = _core.select_ridge(spectrum, *train, *validation)
+            if self.ridge is None and 1.0 - validation_r2 < SPARSE_RESIDUAL * (1.0 - ridge_r2):
+                penalty = None  # the sparse fit predicts clearly better, with fewer terms
+            else:
+                validation_r2 = ridge_r2
         times["seconds_refit"] = time.perf_counter() - start
 
         trees = booster.best_iteration or booster.num_trees()
-        refit_proxy = self.refit_proxy
-        if refit_proxy is None:
-            refit_proxy = masks.size < REFIT_PROXY_CELLS and proxy_r2 < REFIT_PROXY_R2
+        refit_proxy = short if self.refit_proxy is None else self.refit_proxy
         if refit_proxy:
             start = time.perf_counter()
             rounds = math.ceil(trees * len(masks) / split)
@@ -448,24 +474,19 @@ class ProxySPEX:
             times["seconds_extraction"] += time.perf_counter() - start
 
         start = time.perf_counter()
-        weights = {SELECTION_BASES[0]: weight, SELECTION_BASES[1]: 1.0 - weight}
-
-        def refit(basis: str, selection: tuple[int, float, np.ndarray]) -> Any:
-            if not weights[basis]:
-                return None
-            return _core.refit_top(spectrum, basis, selection[0], masks, values)
-
-        with ThreadPoolExecutor(len(SELECTION_BASES)) as pool:
-            fits = dict(
-                zip(SELECTION_BASES, pool.map(refit, SELECTION_BASES, selections), strict=True)
-            )
-        surrogate = _blend(fits, weights)
+        if penalty is not None:
+            surrogate = _core.refit_ridge(spectrum, penalty, masks, values)
+            weight = 0.0
+        else:
+            surrogate = _refit_blend(spectrum, selections, weight, masks, values)
         times["seconds_refit"] += time.perf_counter() - start
         diagnostics = {
             "estimated": True,
             "proxy_validation_r2": proxy_r2,
             "validation_r2": validation_r2,
             "support": sum(1 for key in surrogate.keys() if key),
+            "fit": "sparse" if penalty is None else "ridge",
+            "ridge_penalty": penalty,
             "basis": _blend_name(weight),
             "basis_weight": weight,
             "n_trees": trees,
@@ -482,6 +503,28 @@ class ProxySPEX:
             diagnostics=diagnostics,
             feature_names=names,
         )
+
+
+def _refit_blend(
+    spectrum: Any,
+    selections: list[tuple[int, float, np.ndarray]],
+    weight: float,
+    masks: np.ndarray,
+    values: np.ndarray,
+) -> Any:
+    """The sparse surrogate: in each basis of :data:`SELECTION_BASES`, the selected number of
+    ``spectrum``'s largest terms refitted by least squares on every mask, blended with the
+    Möbius fit's ``weight``."""
+    weights = {SELECTION_BASES[0]: weight, SELECTION_BASES[1]: 1.0 - weight}
+
+    def refit(basis: str, selection: tuple[int, float, np.ndarray]) -> Any:
+        if not weights[basis]:
+            return None
+        return _core.refit_top(spectrum, basis, selection[0], masks, values)
+
+    with ThreadPoolExecutor(len(SELECTION_BASES)) as pool:
+        fits = dict(zip(SELECTION_BASES, pool.map(refit, SELECTION_BASES, selections), strict=True))
+    return _blend(fits, weights)
 
 
 def _blend_weight(fitted: list[np.ndarray], validation: np.ndarray) -> tuple[float, float]:

@@ -13,6 +13,7 @@ pub mod fourier;
 pub mod interactions;
 pub mod masking;
 pub mod normal;
+pub mod proxy_ridge;
 pub mod proxyspex;
 pub mod regression;
 pub mod sampling;

@@ -79,11 +79,11 @@ pub struct Samples<'a> {
 }
 
 impl Samples<'_> {
-    fn rows(&self) -> usize {
+    pub(crate) fn rows(&self) -> usize {
         self.values.len()
     }
 
-    fn check(&self, name: &'static str, n: usize) -> Result<()> {
+    pub(crate) fn check(&self, name: &'static str, n: usize) -> Result<()> {
         if self.masks.len() != self.values.len() * n {
             return Err(CoreError::invalid(
                 name,
@@ -117,7 +117,7 @@ pub struct Selection {
 
 /// Least-squares columns for the keys on the given rows: `[S ⊆ x]` (Möbius) or
 /// `(−1)^{|K ∩ x|}` (Fourier), row-major.
-fn design(keys: &[Key], basis: Basis, samples: &Samples<'_>, n: usize) -> Mat<f64> {
+pub(crate) fn design(keys: &[Key], basis: Basis, samples: &Samples<'_>, n: usize) -> Mat<f64> {
     Mat::from_fn(samples.rows(), keys.len(), |r, j| {
         let row = &samples.masks[r * n..(r + 1) * n];
         let players = keys[j].players();
@@ -161,9 +161,13 @@ fn size_grid(max: usize) -> Vec<usize> {
     grid
 }
 
-/// Keys of `spectrum` in `basis`, ∅ first, then the others by decreasing |coefficient| (ties
-/// by key order), at most `limit` non-empty ones.
-fn ranked_keys(spectrum: &SparseFunction, basis: Basis, limit: usize) -> Result<Vec<Key>> {
+/// Non-empty terms of `spectrum` in `basis` as `(key, |coefficient|)`, by decreasing
+/// |coefficient| (ties by key order), at most `limit` of them.
+pub(crate) fn ranked_terms(
+    spectrum: &SparseFunction,
+    basis: Basis,
+    limit: usize,
+) -> Result<Vec<(Key, f64)>> {
     let f = match basis {
         Basis::Moebius => to_moebius(spectrum)?,
         Basis::Fourier => to_fourier(spectrum)?,
@@ -175,8 +179,22 @@ fn ranked_keys(spectrum: &SparseFunction, basis: Basis, limit: usize) -> Result<
         .map(|(k, c)| (k, c.abs()))
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    Ok(ranked
+        .into_iter()
+        .take(limit)
+        .map(|(k, c)| (k.clone(), c))
+        .collect())
+}
+
+/// Keys of `spectrum` in `basis`, ∅ first, then the others by decreasing |coefficient| (ties
+/// by key order), at most `limit` non-empty ones.
+fn ranked_keys(spectrum: &SparseFunction, basis: Basis, limit: usize) -> Result<Vec<Key>> {
     let mut keys = vec![Key::empty()];
-    keys.extend(ranked.into_iter().take(limit).map(|(k, _)| k.clone()));
+    keys.extend(
+        ranked_terms(spectrum, basis, limit)?
+            .into_iter()
+            .map(|(k, _)| k),
+    );
     Ok(keys)
 }
 

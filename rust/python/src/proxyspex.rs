@@ -4,6 +4,7 @@
 use ferroshap_core::exact_interactions::{exact_interactions as exact, moebius_from_table};
 use ferroshap_core::interactions::{interactions, shapley_values, to_fourier, to_moebius};
 use ferroshap_core::interactions::{Index, Interactions};
+use ferroshap_core::proxy_ridge::{refit_ridge as ridge_refit, select_ridge as ridge_select};
 use ferroshap_core::proxyspex::{
     plan_masks as plan, refit_top as refit, select_support as select, Samples,
 };
@@ -312,6 +313,79 @@ fn refit_top<'py>(
     Ok(PySparseFunction { inner })
 }
 
+/// Penalty of the proxy-scaled ridge chosen on a validation split:
+/// `(penalty, validation R², validation fitted)`.
+#[pyfunction]
+fn select_ridge<'py>(
+    py: Python<'py>,
+    spectrum: &PySparseFunction,
+    train_masks: PyReadonlyArray2<'py, bool>,
+    train_values: PyReadonlyArray1<'py, f64>,
+    validation_masks: PyReadonlyArray2<'py, bool>,
+    validation_values: PyReadonlyArray1<'py, f64>,
+) -> PyResult<(f64, f64, Bound<'py, PyArray1<f64>>)> {
+    let n = spectrum.inner.n_players();
+    let prepared = (|| -> Result<_, CoreError> {
+        Ok((
+            mask_rows(&train_masks, n)?,
+            mask_rows(&validation_masks, n)?,
+        ))
+    })();
+    let (train_rows, val_rows) = prepared.map_err(|e| to_py_err(py, e))?;
+    let train_y = train_values.as_array().to_vec();
+    let val_y = validation_values.as_array().to_vec();
+    let selection = py
+        .detach(|| {
+            guarded(|| {
+                ridge_select(
+                    &spectrum.inner,
+                    Samples {
+                        masks: &train_rows,
+                        values: &train_y,
+                    },
+                    Samples {
+                        masks: &val_rows,
+                        values: &val_y,
+                    },
+                )
+            })
+        })
+        .map_err(|e| to_py_err(py, e))?;
+    Ok((
+        selection.penalty,
+        selection.validation_r2,
+        PyArray1::from_vec(py, selection.validation_fitted),
+    ))
+}
+
+/// A spectrum's terms refitted by the proxy-scaled ridge with a penalty per sample.
+#[pyfunction]
+fn refit_ridge<'py>(
+    py: Python<'py>,
+    spectrum: &PySparseFunction,
+    penalty: f64,
+    masks: PyReadonlyArray2<'py, bool>,
+    values: PyReadonlyArray1<'py, f64>,
+) -> PyResult<PySparseFunction> {
+    let rows = mask_rows(&masks, spectrum.inner.n_players()).map_err(|e| to_py_err(py, e))?;
+    let y = values.as_array().to_vec();
+    let inner = py
+        .detach(|| {
+            guarded(|| {
+                ridge_refit(
+                    &spectrum.inner,
+                    penalty,
+                    Samples {
+                        masks: &rows,
+                        values: &y,
+                    },
+                )
+            })
+        })
+        .map_err(|e| to_py_err(py, e))?;
+    Ok(PySparseFunction { inner })
+}
+
 /// Interaction values from the full table of a game, by their definitions.
 #[pyfunction]
 fn exact_interactions<'py>(
@@ -355,6 +429,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan_masks, m)?)?;
     m.add_function(wrap_pyfunction!(select_support, m)?)?;
     m.add_function(wrap_pyfunction!(refit_top, m)?)?;
+    m.add_function(wrap_pyfunction!(select_ridge, m)?)?;
+    m.add_function(wrap_pyfunction!(refit_ridge, m)?)?;
     m.add_function(wrap_pyfunction!(exact_interactions, m)?)?;
     m.add_function(wrap_pyfunction!(moebius_transform, m)?)?;
     Ok(())
