@@ -13,7 +13,7 @@ use faer::linalg::solvers::Solve;
 use faer::{Mat, Side};
 
 use crate::error::{CoreError, Result};
-use crate::proxyspex::{design, r_squared, ranked_terms, Samples};
+use crate::proxyspex::{check_split, design, r_squared, ranked_terms, Samples};
 use crate::sparse::{Basis, Key, SparseFunction};
 
 /// Most Fourier terms of the proxy that the ridge keeps (the largest |coefficient| first).
@@ -120,18 +120,7 @@ pub fn select_ridge(
     validation: Samples<'_>,
 ) -> Result<RidgeSelection> {
     let n = spectrum.n_players();
-    train.check("train", n)?;
-    validation.check("validation", n)?;
-    if train.rows() < 2 || validation.rows() < 1 {
-        return Err(CoreError::invalid(
-            "budget",
-            format!(
-                "too few masks for the ridge: {} for training and {} for validation",
-                train.rows(),
-                validation.rows()
-            ),
-        ));
-    }
+    check_split(&train, &validation, n)?;
     let d = ScaledDesign::new(spectrum, &train)?;
     let val_x = design(&d.keys, Basis::Fourier, &validation, n);
     let val_z = Mat::from_fn(val_x.nrows(), val_x.ncols(), |i, j| {

@@ -104,6 +104,24 @@ impl Samples<'_> {
     }
 }
 
+/// Checks a training and a validation set on `n` players: shapes, finite values, at least two
+/// training rows and one validation row.
+pub(crate) fn check_split(train: &Samples<'_>, validation: &Samples<'_>, n: usize) -> Result<()> {
+    train.check("train", n)?;
+    validation.check("validation", n)?;
+    if train.rows() < 2 || validation.rows() < 1 {
+        return Err(CoreError::invalid(
+            "budget",
+            format!(
+                "too few masks to fit and score a surrogate: {} for training and {} for validation",
+                train.rows(),
+                validation.rows()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The outcome of [`select_support`].
 #[derive(Debug, Clone)]
 pub struct Selection {
@@ -241,18 +259,7 @@ pub fn select_support(
     validation: Samples<'_>,
 ) -> Result<Selection> {
     let n = spectrum.n_players();
-    train.check("train", n)?;
-    validation.check("validation", n)?;
-    if train.rows() < 2 || validation.rows() < 1 {
-        return Err(CoreError::invalid(
-            "budget",
-            format!(
-                "too few masks to select a support: {} for training and {} for validation",
-                train.rows(),
-                validation.rows()
-            ),
-        ));
-    }
+    check_split(&train, &validation, n)?;
     let limit = MAX_SUPPORT.min(train.rows() / 2).max(1);
     let (keys, r) = independent_fit(ranked_keys(spectrum, basis, limit)?, basis, &train, n);
     let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);

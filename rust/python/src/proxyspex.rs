@@ -49,6 +49,32 @@ fn mask_rows(masks: &PyReadonlyArray2<'_, bool>, n: usize) -> Result<Vec<bool>, 
     Ok(masks.as_array().iter().copied().collect())
 }
 
+/// A copy of a set of masks and values, checked against `n` players, that outlives the GIL.
+struct OwnedSamples {
+    masks: Vec<bool>,
+    values: Vec<f64>,
+}
+
+impl OwnedSamples {
+    fn new(
+        masks: &PyReadonlyArray2<'_, bool>,
+        values: &PyReadonlyArray1<'_, f64>,
+        n: usize,
+    ) -> Result<Self, CoreError> {
+        Ok(Self {
+            masks: mask_rows(masks, n)?,
+            values: values.as_array().to_vec(),
+        })
+    }
+
+    fn view(&self) -> Samples<'_> {
+        Samples {
+            masks: &self.masks,
+            values: &self.values,
+        }
+    }
+}
+
 fn keys_list<'py>(py: Python<'py>, terms: &[(Key, f64)]) -> PyResult<Bound<'py, PyList>> {
     let tuples = terms
         .iter()
@@ -248,30 +274,13 @@ fn select_support<'py>(
     let prepared = (|| -> Result<_, CoreError> {
         Ok((
             parse_basis(basis)?,
-            mask_rows(&train_masks, n)?,
-            mask_rows(&validation_masks, n)?,
+            OwnedSamples::new(&train_masks, &train_values, n)?,
+            OwnedSamples::new(&validation_masks, &validation_values, n)?,
         ))
     })();
-    let (basis, train_rows, val_rows) = prepared.map_err(|e| to_py_err(py, e))?;
-    let train_y = train_values.as_array().to_vec();
-    let val_y = validation_values.as_array().to_vec();
+    let (basis, train, validation) = prepared.map_err(|e| to_py_err(py, e))?;
     let selection = py
-        .detach(|| {
-            guarded(|| {
-                select(
-                    &spectrum.inner,
-                    basis,
-                    Samples {
-                        masks: &train_rows,
-                        values: &train_y,
-                    },
-                    Samples {
-                        masks: &val_rows,
-                        values: &val_y,
-                    },
-                )
-            })
-        })
+        .detach(|| guarded(|| select(&spectrum.inner, basis, train.view(), validation.view())))
         .map_err(|e| to_py_err(py, e))?;
     Ok((
         selection.support,
@@ -291,24 +300,12 @@ fn refit_top<'py>(
     values: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<PySparseFunction> {
     let n = spectrum.inner.n_players();
-    let prepared =
-        (|| -> Result<_, CoreError> { Ok((parse_basis(basis)?, mask_rows(&masks, n)?)) })();
-    let (basis, rows) = prepared.map_err(|e| to_py_err(py, e))?;
-    let y = values.as_array().to_vec();
+    let prepared = (|| -> Result<_, CoreError> {
+        Ok((parse_basis(basis)?, OwnedSamples::new(&masks, &values, n)?))
+    })();
+    let (basis, samples) = prepared.map_err(|e| to_py_err(py, e))?;
     let inner = py
-        .detach(|| {
-            guarded(|| {
-                refit(
-                    &spectrum.inner,
-                    basis,
-                    support,
-                    Samples {
-                        masks: &rows,
-                        values: &y,
-                    },
-                )
-            })
-        })
+        .detach(|| guarded(|| refit(&spectrum.inner, basis, support, samples.view())))
         .map_err(|e| to_py_err(py, e))?;
     Ok(PySparseFunction { inner })
 }
@@ -327,29 +324,13 @@ fn select_ridge<'py>(
     let n = spectrum.inner.n_players();
     let prepared = (|| -> Result<_, CoreError> {
         Ok((
-            mask_rows(&train_masks, n)?,
-            mask_rows(&validation_masks, n)?,
+            OwnedSamples::new(&train_masks, &train_values, n)?,
+            OwnedSamples::new(&validation_masks, &validation_values, n)?,
         ))
     })();
-    let (train_rows, val_rows) = prepared.map_err(|e| to_py_err(py, e))?;
-    let train_y = train_values.as_array().to_vec();
-    let val_y = validation_values.as_array().to_vec();
+    let (train, validation) = prepared.map_err(|e| to_py_err(py, e))?;
     let selection = py
-        .detach(|| {
-            guarded(|| {
-                ridge_select(
-                    &spectrum.inner,
-                    Samples {
-                        masks: &train_rows,
-                        values: &train_y,
-                    },
-                    Samples {
-                        masks: &val_rows,
-                        values: &val_y,
-                    },
-                )
-            })
-        })
+        .detach(|| guarded(|| ridge_select(&spectrum.inner, train.view(), validation.view())))
         .map_err(|e| to_py_err(py, e))?;
     Ok((
         selection.penalty,
@@ -367,21 +348,10 @@ fn refit_ridge<'py>(
     masks: PyReadonlyArray2<'py, bool>,
     values: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<PySparseFunction> {
-    let rows = mask_rows(&masks, spectrum.inner.n_players()).map_err(|e| to_py_err(py, e))?;
-    let y = values.as_array().to_vec();
+    let samples = OwnedSamples::new(&masks, &values, spectrum.inner.n_players())
+        .map_err(|e| to_py_err(py, e))?;
     let inner = py
-        .detach(|| {
-            guarded(|| {
-                ridge_refit(
-                    &spectrum.inner,
-                    penalty,
-                    Samples {
-                        masks: &rows,
-                        values: &y,
-                    },
-                )
-            })
-        })
+        .detach(|| guarded(|| ridge_refit(&spectrum.inner, penalty, samples.view())))
         .map_err(|e| to_py_err(py, e))?;
     Ok(PySparseFunction { inner })
 }
