@@ -455,19 +455,26 @@ class ProxySPEX:
         times["seconds_extraction"] = time.perf_counter() - start
 
         start = time.perf_counter()
-        with ThreadPoolExecutor(len(SELECTION_BASES)) as pool:  # the core releases the GIL
+        # short of data: the proxy's ranking is uncertain, and a second fit or a ridge is cheap
+        short = masks.size < REFIT_PROXY_CELLS and proxy_r2 < REFIT_PROXY_R2
+        try_ridge = self.ridge or (self.ridge is None and short)
+        with ThreadPoolExecutor(len(SELECTION_BASES) + 1) as pool:  # the core releases the GIL
+            ridge = (
+                pool.submit(_core.select_ridge, spectrum, *train, *validation)
+                if try_ridge
+                else None
+            )
             selections = list(
                 pool.map(
                     lambda basis: _core.select_support(spectrum, basis, *train, *validation),
                     SELECTION_BASES,
                 )
             )
+            ridge_selection = None if ridge is None else ridge.result()
         weight, validation_r2 = _blend_weight([s[2] for s in selections], validation[1])
-        # short of data: the proxy's ranking is uncertain, and a second fit or a ridge is cheap
-        short = masks.size < REFIT_PROXY_CELLS and proxy_r2 < REFIT_PROXY_R2
         penalty = None
-        if self.ridge or (self.ridge is None and short):
-            penalty, ridge_r2, _ = _core.select_ridge(spectrum, *train, *validation)
+        if ridge_selection is not None:
+            penalty, ridge_r2, _ = ridge_selection
             if self.ridge is None and 1.0 - validation_r2 < SPARSE_RESIDUAL * (1.0 - ridge_r2):
                 penalty = None  # the sparse fit predicts clearly better, with fewer terms
             else:
