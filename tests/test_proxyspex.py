@@ -333,10 +333,11 @@ def test_the_proxy_scaled_ridge_where_the_proxy_is_short_of_data() -> None:
         fs.ProxySPEX(game, n_players=20, ridge=1)  # type: ignore[arg-type]
 
 
-def test_the_empty_and_full_coalitions_are_queried_but_not_fitted() -> None:
-    """∅ and N are in the plan and the budget, but outlying values there do not pull the
-    surrogate: a sparse game with spikes at ∅ and N is recovered exactly on every other mask,
-    and ``efficiency_gap`` reports what the surrogate's total leaves out of the game's."""
+def test_outlying_empty_and_full_coalitions_are_queried_but_not_fitted() -> None:
+    """∅ and N are in the plan and the budget, but values there far from all the others do not
+    pull the surrogate: a sparse game with spikes at ∅ and N is recovered exactly on every other
+    mask, and ``efficiency_gap`` reports what the surrogate's total leaves out of the game's;
+    without spikes both are fitted."""
     soum = Soum(20, 5, 2, 0)
 
     def spiked(masks: np.ndarray) -> np.ndarray:
@@ -347,5 +348,9 @@ def test_the_empty_and_full_coalitions_are_queried_but_not_fitted() -> None:
     for key, value in true_terms(soum).items():
         assert iv.values[key] == pytest.approx(value, abs=1e-9)
     assert iv.diagnostics["efficiency_gap"] == pytest.approx(80.0, abs=1e-9)
+    assert iv.diagnostics["extremes_fitted"] == (False, False)
+    plain = fs.ProxySPEX(soum, n_players=20, budget=400, seed=0).explain()
+    assert plain.diagnostics["extremes_fitted"] == (True, True)
+    assert plain.diagnostics["efficiency_gap"] == pytest.approx(0.0, abs=1e-9)
     held_out = np.random.default_rng(1).random((300, 20)) < 0.5
     assert iv.faithfulness(spiked, held_out) == pytest.approx(1.0, abs=1e-12)
