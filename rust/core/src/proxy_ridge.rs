@@ -62,18 +62,23 @@ impl ScaledDesign {
         let means: Vec<f64> = (0..keys.len())
             .map(|j| x.col(j).iter().sum::<f64>() / rows)
             .collect();
-        let z = Mat::from_fn(x.nrows(), x.ncols(), |i, j| {
-            (x[(i, j)] - means[j]) * scales[j]
-        });
         let y_mean = samples.values.iter().sum::<f64>() / rows;
-        let y = samples.values.iter().map(|v| v - y_mean).collect();
-        Ok(Self {
+        let mut d = Self {
             keys,
             scales,
             means,
-            z,
+            z: Mat::new(),
             y_mean,
-            y,
+            y: samples.values.iter().map(|v| v - y_mean).collect(),
+        };
+        d.z = d.scaled(&x);
+        Ok(d)
+    }
+
+    /// `(x_ij − means_j) · scales_j` for a design `x` of the same keys on any rows.
+    fn scaled(&self, x: &Mat<f64>) -> Mat<f64> {
+        Mat::from_fn(x.nrows(), x.ncols(), |i, j| {
+            (x[(i, j)] - self.means[j]) * self.scales[j]
         })
     }
 
@@ -122,10 +127,7 @@ pub fn select_ridge(
     let n = spectrum.n_players();
     check_split(&train, &validation, n)?;
     let d = ScaledDesign::new(spectrum, &train)?;
-    let val_x = design(&d.keys, Basis::Fourier, &validation, n);
-    let val_z = Mat::from_fn(val_x.nrows(), val_x.ncols(), |i, j| {
-        (val_x[(i, j)] - d.means[j]) * d.scales[j]
-    });
+    let val_z = d.scaled(&design(&d.keys, Basis::Fourier, &validation, n));
     // g(λ) = W · (b / (e + λ)): W = V, b = Vᵀ zᵀ y for the primal eigenbasis V of zᵀ z; W = zᵀ U,
     // b = Uᵀ y for the dual one U of z zᵀ.
     let z = d.z.as_ref();
