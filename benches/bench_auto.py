@@ -8,7 +8,7 @@ same values and the truth is exact enumeration. Sums of unanimity games (orders 
 and 60n. Error: ``sum((phi_hat - phi)**2) / sum(phi**2)`` per column, mean over columns,
 median over seeds.
 
-Estimators: ferroshap's recipes (``ferroshap.auto.RECIPES`` plus ``auto``) and shapiq 1.8's
+Estimators: ferroshap's recipes (``ferroshap.sampling.auto.RECIPES`` plus ``auto``) and shapiq 1.8's
 KernelSHAP (paired), LeverageSHAP, OddSHAP, PolySHAP and RegressionMSR, one approximator per
 column with ``random_state=seed``.
 
@@ -39,8 +39,9 @@ import numpy as np
 import polars as pl
 
 import ferroshap as fs
-from ferroshap import _core, auto
-from ferroshap.proxy_adjusted import adjust, minimum_budget
+from ferroshap import _core
+from ferroshap.sampling import auto
+from ferroshap.sampling.proxy_adjusted import adjust, minimum_budget
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 ROWS = 4
@@ -66,7 +67,7 @@ def _tabulated(name: str, predict: Callable, X: np.ndarray, n_background: int) -
     background, rows = X[picked[:n_background]], X[picked[n_background:]]
     n = X.shape[1]
     masks = (np.arange(2**n)[:, None] >> np.arange(n)) & 1 == 1
-    game = fs.explainer.TabularGame(predict, background, rows)
+    game = fs.query.games.TabularGame(predict, background, rows)
     table = game.evaluate(masks)  # [2**n, ROWS]
     powers = 1 << np.arange(n)
 

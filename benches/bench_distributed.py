@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 import ferroshap as fs
-from ferroshap.datasets import explain_parquet
+from ferroshap.datasets.parquet import explain_parquet
 
 N = 100
 RNG = np.random.default_rng(0)

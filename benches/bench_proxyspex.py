@@ -23,8 +23,8 @@ import shapiq
 
 import ferroshap as fs
 from ferroshap import _core
-from ferroshap.interactions import r_squared
-from ferroshap.proxyspex import proxy_threads
+from ferroshap.interactions.proxyspex import proxy_threads
+from ferroshap.results.interactions import r_squared
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 from conftest import Soum

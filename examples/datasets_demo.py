@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 import ferroshap as fs
-from ferroshap.datasets import explain_parquet
+from ferroshap.datasets.parquet import explain_parquet
 
 N = 12
 COLUMNS = [f"x{i}" for i in range(N)]

@@ -9,8 +9,8 @@ import pytest
 
 import ferroshap as fs
 from conftest import Soum, all_masks
-from ferroshap import auto
-from ferroshap.proxy_adjusted import minimum_budget
+from ferroshap.sampling import auto
+from ferroshap.sampling.proxy_adjusted import minimum_budget
 
 
 def order_two_game(n: int, seed: int = 0):
@@ -131,7 +131,7 @@ def _tabulated(predict, n: int, n_background: int, seed: int = 0):
     exact values."""
     rng = np.random.default_rng(seed)
     background, rows = rng.normal(size=(n_background, n)), rng.normal(size=(4, n))
-    table = fs.explainer.TabularGame(predict, background, rows).evaluate(all_masks(n))
+    table = fs.query.games.TabularGame(predict, background, rows).evaluate(all_masks(n))
     powers = 1 << np.arange(n)
 
     def game(m):

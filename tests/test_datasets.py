@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import ferroshap as fs
-from ferroshap.datasets import explain_parquet, frame_explainer
+from ferroshap.datasets.parquet import explain_parquet, frame_explainer
 
 N, ROWS = 5, 150
 COLUMNS = [f"f{i}" for i in range(N)]

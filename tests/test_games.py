@@ -8,8 +8,8 @@ import pytest
 
 from ferroshap import _core
 from ferroshap.errors import InvalidArgumentError
-from ferroshap.games import TabularGame
-from ferroshap.query import QueryOptions
+from ferroshap.query.games import TabularGame
+from ferroshap.query.loop import QueryOptions
 
 
 def direct_values(model, background, rows, masks) -> np.ndarray:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap import proxy_adjusted
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
-from ferroshap.proxy_adjusted import ODD_SPARSE, proportional_columns
+from ferroshap.sampling import proxy_adjusted
+from ferroshap.sampling.proxy_adjusted import ODD_SPARSE, proportional_columns
 
 pytest.importorskip("lightgbm")
 

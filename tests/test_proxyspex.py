@@ -161,7 +161,7 @@ def test_same_result_on_any_number_of_threads() -> None:
 
 
 def test_learning_rate_grows_with_players() -> None:
-    from ferroshap.proxyspex import proxy_learning_rate, proxy_threads
+    from ferroshap.interactions.proxyspex import proxy_learning_rate, proxy_threads
 
     rates = [proxy_learning_rate(n) for n in (1, 128, 256, 512, 1024, 4096)]
     assert rates[:2] == [0.1, 0.1] and rates[-2:] == [0.3, 0.3]
@@ -172,8 +172,7 @@ def test_learning_rate_grows_with_players() -> None:
 
 
 def test_blend_of_the_bases_scores_at_least_either_basis_alone() -> None:
-    from ferroshap.interactions import r_squared
-    from ferroshap.proxyspex import (
+    from ferroshap.interactions.proxyspex import (
         BLEND_WEIGHTS,
         DEFAULT_PROXY_PARAMS,
         SELECTION_BASES,
@@ -181,6 +180,7 @@ def test_blend_of_the_bases_scores_at_least_either_basis_alone() -> None:
         _blend_weight,
         _fit_proxy,
     )
+    from ferroshap.results.interactions import r_squared
 
     n, soum = 20, Soum(20, 15, 3, 0)
     masks = _core.plan_masks(n, 600, 0)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap import heap
 from ferroshap.errors import DeviceMemoryError, InvalidTypeError
-from ferroshap.query import QueryOptions, query, units_per_call
+from ferroshap.query import heap
+from ferroshap.query.loop import QueryOptions, query, units_per_call
 
 N = 6
 
@@ -174,7 +174,7 @@ def test_old_spellings_warn_and_still_work(data) -> None:
 
 FRESH_COPIES = """
 import resource, numpy as np
-from ferroshap.query import query
+from ferroshap.query.loop import query
 query(1, 1, lambda a, b: np.zeros((1, 1)), progress=False, desc="")  # the first query
 def model():  # makes three 2.4 MB arrays per call and frees them when it returns
     a = np.ones(300_000); b = a * 2.0; c = a + b

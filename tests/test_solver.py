@@ -71,8 +71,8 @@ class CountingDesign:
 def test_masked_inputs_read_the_design_a_chunk_at_a_time():
     """A model's masked inputs come from the design's bits chunk by chunk (no m x n array of
     masks), with the same values as from the whole mask array."""
-    from ferroshap.games import DesignMasks, TabularGame
-    from ferroshap.query import QueryOptions
+    from ferroshap.query.games import DesignMasks, TabularGame
+    from ferroshap.query.loop import QueryOptions
 
     n, rows = 40, 3
     design = CountingDesign(_core.plan("leverage", n, 500, 0))
@@ -90,7 +90,7 @@ def test_masked_inputs_read_the_design_a_chunk_at_a_time():
     assert len(starts) > 10 and starts == sorted(starts)
     assert max(stop - start for start, stop in design.requests) <= 64 // rows + 1
     memory_part = fs.memory.sampling_estimate("leverage", 4096, 40000).parts["masks"]
-    assert memory_part <= fs.backend.DEFAULT_MAX_BYTES  # not 4096 x 40000
+    assert memory_part <= fs.query.backend.DEFAULT_MAX_BYTES  # not 4096 x 40000
 
 
 def test_ill_conditioned_designs_fall_back_to_the_svd_with_a_warning():

@@ -12,7 +12,7 @@ import pytest
 
 import ferroshap as fs
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
-from ferroshap.image import grid_segments
+from ferroshap.maskers.image import grid_segments
 
 try:
     import torch

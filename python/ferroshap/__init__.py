@@ -21,19 +21,19 @@ array([4., 4., 4., 4.])
 
 from ferroshap import _core, maskers
 from ferroshap._core import __version__
-from ferroshap.auto import AUTO
 from ferroshap.errors import (
     DeviceMemoryError,
     FerroshapError,
     InvalidArgumentError,
     InvalidTypeError,
 )
-from ferroshap.explainer import Explainer, shapley_values
-from ferroshap.explanation import Explanation
-from ferroshap.interactions import INDICES, Interactions, exact_interactions
-from ferroshap.proxy_adjusted import PROXY_METHODS
-from ferroshap.proxyspex import ProxySPEX
-from ferroshap.sketch import FourierSketch, SequenceInteractions
+from ferroshap.interactions.proxyspex import ProxySPEX
+from ferroshap.results.explanation import Explanation
+from ferroshap.results.interactions import INDICES, Interactions, exact_interactions
+from ferroshap.sampling.auto import AUTO
+from ferroshap.sampling.explainer import Explainer, shapley_values
+from ferroshap.sampling.proxy_adjusted import PROXY_METHODS
+from ferroshap.sketch.sketch import FourierSketch, SequenceInteractions
 
 METHODS: list[str] = [AUTO, *_core.METHODS]
 """Every sampling method name: ``"auto"`` (the default) and the compiled core's methods."""

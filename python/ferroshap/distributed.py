@@ -3,7 +3,7 @@
 ``explain_ray`` maps an actor over the dataset's batches: each actor builds its explainer once
 (the model is loaded, the sketch broadcast, the design planned and factorized once per actor)
 and turns every batch into the key columns, one ``phi_<feature or position>`` column per
-feature and ``base_value``. The values come from :func:`ferroshap.datasets.frame_explainer`,
+feature and ``base_value``. The values come from :func:`ferroshap.datasets.parquet.frame_explainer`,
 the same function as on one machine, with one design for every row of the master seed, so they
 equal the single-machine path however Ray schedules or retries the work (bit for bit for the
 same batches, to rounding when batches group rows differently).
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ferroshap.datasets import frame_explainer
+from ferroshap.datasets.parquet import frame_explainer
 from ferroshap.validation import deprecated_spellings
 
 __all__ = ["explain_ray"]
@@ -63,7 +63,7 @@ def explain_ray(
         A picklable function returning a :class:`ferroshap.Explainer` (with an int seed: the
         master seed) or a :class:`ferroshap.FourierSketch`; called once per actor.
     columns, keys
-        As for :func:`ferroshap.datasets.frame_explainer`.
+        As for :func:`ferroshap.datasets.parquet.frame_explainer`.
     rows_per_batch
         Dataset rows per Ray batch handed to an actor (``Dataset.map_batches``'s
         ``batch_size``; the explainer's own ``batch_size`` is model rows per model call).

@@ -25,8 +25,8 @@ import os
 from dataclasses import dataclass, field
 
 from ferroshap import _core
-from ferroshap.backend import DEFAULT_MAX_BYTES
 from ferroshap.errors import InvalidArgumentError
+from ferroshap.query.backend import DEFAULT_MAX_BYTES
 from ferroshap.validation import check_int
 
 FLOAT = 8

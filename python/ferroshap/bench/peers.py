@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.games import TabularGame
+from ferroshap.query.games import TabularGame
 
 __all__ = ["PEERS", "Peer", "unavailable_reason"]
 

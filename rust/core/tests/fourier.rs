@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use ferroshap_core::exact::shapley_from_table;
-use ferroshap_core::fourier::{SketchPlan, Spectrum};
-use ferroshap_core::interactions::Index;
+use ferroshap_core::interactions::indices::Index;
+use ferroshap_core::sampling::exact::shapley_from_table;
+use ferroshap_core::sketch::{SketchPlan, Spectrum};
 use num_complex::Complex64;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};

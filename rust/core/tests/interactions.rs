@@ -1,11 +1,13 @@
 //! Property tests of the sparse transforms: basis round trips, every index against the
 //! enumeration oracle, efficiency, and random trees against direct prediction on all masks.
 
-use ferroshap_core::exact_interactions::exact_interactions;
-use ferroshap_core::interactions::{interactions, shapley_values, to_fourier, to_moebius, Index};
-use ferroshap_core::sparse::{Basis, Key, SparseFunction};
-use ferroshap_core::trees::ensemble_fourier;
-use ferroshap_core::trees::lightgbm::{Child, Ensemble, MissingType, Split, Tree};
+use ferroshap_core::interactions::exact::exact_interactions;
+use ferroshap_core::interactions::function::{Basis, Key, SparseFunction};
+use ferroshap_core::interactions::indices::{
+    interactions, shapley_values, to_fourier, to_moebius, Index,
+};
+use ferroshap_core::interactions::trees::ensemble_fourier;
+use ferroshap_core::interactions::trees::lightgbm::{Child, Ensemble, MissingType, Split, Tree};
 use proptest::prelude::*;
 
 fn all_masks(n: usize) -> Vec<bool> {

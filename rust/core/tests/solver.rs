@@ -3,7 +3,7 @@
 //! ones, and the fallback on an ill-conditioned design.
 
 use ferroshap_core::coalitions::CoalitionMatrix;
-use ferroshap_core::regression::Solver;
+use ferroshap_core::sampling::regression::Solver;
 use ferroshap_core::{plan, Design, Estimator, Method, PlanRequest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

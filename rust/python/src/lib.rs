@@ -11,7 +11,7 @@ mod sketch;
 
 use std::sync::OnceLock;
 
-use ferroshap_core::regression::{Solver, CROSSOVER_PLAYERS};
+use ferroshap_core::sampling::regression::{Solver, CROSSOVER_PLAYERS};
 use ferroshap_core::sampling::MAX_EXACT_PLAYERS;
 use ferroshap_core::{Design, Estimator, Method, PlanRequest};
 use numpy::{

@@ -1,15 +1,17 @@
 //! Bindings of the sparse set functions, tree transforms, interaction indices and ProxySPEX
 //! selection (see `_core.pyi`).
 
-use ferroshap_core::exact_interactions::{exact_interactions as exact, moebius_from_table};
-use ferroshap_core::interactions::{interactions, shapley_values, to_fourier, to_moebius};
-use ferroshap_core::interactions::{Index, Interactions};
-use ferroshap_core::proxy_ridge::{refit_ridge as ridge_refit, select_ridge as ridge_select};
-use ferroshap_core::proxyspex::{
+use ferroshap_core::interactions::exact::{exact_interactions as exact, moebius_from_table};
+use ferroshap_core::interactions::function::{Basis, Key, SparseFunction};
+use ferroshap_core::interactions::indices::{interactions, shapley_values, to_fourier, to_moebius};
+use ferroshap_core::interactions::indices::{Index, Interactions};
+use ferroshap_core::interactions::proxyspex::{
     plan_masks as plan, refit_top as refit, select_support as select, Samples,
 };
-use ferroshap_core::sparse::{Basis, Key, SparseFunction};
-use ferroshap_core::trees::lightgbm_fourier as from_lightgbm;
+use ferroshap_core::interactions::ridge::{
+    refit_ridge as ridge_refit, select_ridge as ridge_select,
+};
+use ferroshap_core::interactions::trees::lightgbm_fourier as from_lightgbm;
 use ferroshap_core::CoreError;
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -392,7 +394,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("INDICES", names)?;
     m.add(
         "MAX_TABLE_PLAYERS",
-        ferroshap_core::exact_interactions::MAX_TABLE_PLAYERS,
+        ferroshap_core::interactions::exact::MAX_TABLE_PLAYERS,
     )?;
     m.add_class::<PySparseFunction>()?;
     m.add_function(wrap_pyfunction!(lightgbm_fourier, m)?)?;

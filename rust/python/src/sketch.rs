@@ -1,11 +1,9 @@
-//! Bindings of the Fourier sketch (`ferroshap_core::fourier`): plan the queries, decode the
+//! Bindings of the Fourier sketch (`ferroshap_core::sketch`): plan the queries, decode the
 //! model's values into a spectrum, explain sequences from it. Work runs with the GIL released.
 
 use std::borrow::Cow;
 
-use ferroshap_core::fourier::{
-    parse_sketch_index, Complex64, SketchPlan, Spectrum, SKETCH_INDICES,
-};
+use ferroshap_core::sketch::{parse_sketch_index, Complex64, SketchPlan, Spectrum, SKETCH_INDICES};
 use ferroshap_core::CoreError;
 use numpy::ndarray::Array2;
 use numpy::PyUntypedArrayMethods;

@@ -5,9 +5,14 @@
 
 pub mod design;
 pub mod enumeration;
+pub mod estimator;
+pub mod exact;
 pub mod layers;
+pub mod normal;
 pub mod permutation;
+pub mod regression;
 pub mod sizes;
+pub mod solve;
 pub mod with_replacement;
 pub mod without_replacement;
 

@@ -1,0 +1,1 @@
+"""Datasets: Parquet files explained in resumable chunks, and the chunk iterator."""

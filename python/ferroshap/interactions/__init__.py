@@ -1,0 +1,1 @@
+"""The interactions engine: ProxySPEX and exact interaction indices."""

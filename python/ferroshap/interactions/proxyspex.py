@@ -1,0 +1,641 @@
+"""ProxySPEX: sparse interactions from a LightGBM proxy of masked model outputs.
+
+Plan → query → estimate (spec proxyspex):
+
+1. **plan** (Rust): ``budget`` distinct uniform random coalitions from the seed, ∅ and N
+   included; the last ``validation_fraction`` of them form the validation split.
+2. **query** (Python): the game on every planned coalition — the only model calls.
+3. **estimate**: a LightGBM regressor on masks → values with early stopping on the validation
+   split (Python); its model text goes to Rust, which reads the trees exactly as a sparse Fourier
+   spectrum and chooses, in the Möbius and in the Fourier basis, how many of the largest
+   coefficients to keep (k by validation R² of training-only fits) and the blend of the two
+   fits that scores best on the validation split. A second proxy is then fitted on every mask
+   (where that is cheap), its top-k terms in each basis are refitted by least squares on every
+   mask, blended, and converted to the requested interaction index.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from ferroshap import _core, memory
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.groups import Groups, GroupsArgument, read_groups
+from ferroshap.maskers.tabular import Masker, check_masker, player_names
+from ferroshap.query.backend import DEFAULT_MAX_BYTES
+from ferroshap.query.games import RawGame
+from ferroshap.query.loop import QueryOptions, single_output
+from ferroshap.query.models import resolve_model
+from ferroshap.results.interactions import (
+    Interactions,
+    all_masks,
+    check_index,
+    check_order,
+    r_squared,
+)
+from ferroshap.validation import (
+    check_int,
+    check_int_seed,
+    check_seed,
+    deprecated_spellings,
+    draw_seed,
+)
+
+__all__ = ["DEFAULT_PROXY_PARAMS", "ProxySPEX", "proxy_learning_rate", "proxy_threads"]
+
+DEFAULT_PROXY_PARAMS: dict[str, Any] = {
+    "objective": "regression",
+    "max_depth": 4,
+    "num_leaves": 6,
+    "min_data_in_leaf": 10,
+    "deterministic": True,
+    "force_col_wise": True,
+    "verbosity": -1,
+}
+"""LightGBM parameters of the proxy (``max_depth`` is raised to ``max_order`` when lower).
+
+Small trees with early stopping: see ``docs/proxyspex.md`` for the measurements behind this
+choice. Unless overridden, ``learning_rate`` is :func:`proxy_learning_rate` of the number of
+players and ``num_threads`` is :func:`proxy_threads`. ``deterministic=True`` with
+``force_col_wise=True`` gives the same trees for any number of threads (each thread builds the
+histograms of whole features), so the proxy stays bit-for-bit reproducible across machines.
+"""
+
+BASE_LEARNING_RATE = 0.1
+"""The proxy's learning rate up to :data:`LEARNING_RATE_PLAYERS` players."""
+
+LEARNING_RATE_PLAYERS = (128, 1024)
+"""From the first to the second player count the learning rate grows from
+:data:`BASE_LEARNING_RATE` to :data:`MAX_LEARNING_RATE`, as a power of ``n``."""
+
+MAX_LEARNING_RATE = 0.3
+
+MAX_PROXY_THREADS = 8
+"""Most LightGBM threads for the proxy (its data are small: more threads stop paying)."""
+
+PARALLEL_CELLS = 2**21
+"""Training masks x players from which the proxy is fitted on several threads."""
+
+REFIT_PROXY_CELLS = PARALLEL_CELLS
+"""Masks x players from which the proxy is not fitted a second time, by default.
+
+The first proxy sees only the training masks, since the validation split chooses its number of
+rounds, the support sizes and the blend. A second proxy on all masks, for as many rounds scaled
+by the share of masks it gains, ranks the candidate terms better where the first one is short of
+data: the held-out R² rose by up to 0.009 on transformer text games and the Shapley error of
+noisy sums of unanimity fell by 7-26 % (docs/proxyspex.md). From this size on the first fit
+takes seconds (at 1 000 players and budget 5 000 a second one would add ~6 s to ~7 s), so the
+second is skipped; see also :data:`REFIT_PROXY_R2`."""
+
+REFIT_PROXY_R2 = 0.98
+"""Validation R² of the first proxy from which it is not fitted a second time, by default.
+
+Above it the ranking of the terms is settled: on sums of unanimity at budgets where the proxy
+reaches it, the second fit changed the Shapley error within noise (one seed of 15 worse) for
+twice the proxy's time."""
+
+EXTREMES = 2
+"""The plan's first rows: ∅ and N."""
+
+EXTREME_SD = 5.0
+"""∅ or N is queried but left out of the proxy and the refits when its value lies more than
+this many standard deviations from the mean of the other planned masks' values.
+
+Uniform masks hold about half the players, and the empty and the full coalition lie far from
+all of them. Where their values do too, no surrogate of the uniform masks fits them, and as
+two ordinary rows they pulled the proxy's trees, its early stopping and the refits towards
+themselves: all-MiniLM-L6-v2 on a 72-word passage scores 0.64 in full and 0.06 fully masked
+against 0.23 ± 0.03 on uniform masks (13 and 5 standard deviations away); the surrogate fitted
+0.34 at N even so, and leaving both out raised the held-out R² of four such passages by up to
+0.029. Where they are ordinary values (the suite's tabular games and sums of unanimity lie
+within 4.3 standard deviations) they anchor the values' total, and leaving them out raised the
+Shapley error of the tabular games by up to 51 %. ``diagnostics["efficiency_gap"]`` reports
+``(v(N) - v(∅)) - (f(N) - f(∅))`` for the surrogate ``f``: the part of the game's total that
+the values, which sum to the surrogate's total, leave out."""
+
+
+def _fitted_extremes(values: np.ndarray) -> np.ndarray:
+    """``bool[EXTREMES]``: whether the proxy and the refits see each extreme row (∅, N) of the
+    planned ``values``: not when it is more than :data:`EXTREME_SD` standard deviations off the
+    mean of the others."""
+    bulk = values[EXTREMES:]
+    return np.abs(values[:EXTREMES] - bulk.mean()) <= EXTREME_SD * bulk.std()
+
+
+SPARSE_RESIDUAL = 0.9
+"""By default the proxy-scaled ridge replaces the sparse fit where the proxy is short of data,
+unless the sparse fit's validation residual (1 - R²) is below this share of the ridge's.
+
+The sparse fit's score is the more optimistic of the two (its support size in each basis and
+its blend are all chosen on the same validation split, the ridge's single penalty too), so a
+near tie goes to the ridge; an exactly sparse game, which the sparse fit recovers to rounding,
+keeps it. See docs/proxyspex.md for the measurements."""
+
+MAX_ROUNDS = 2000
+"""Most boosting rounds; early stopping after 50 rounds without validation improvement."""
+
+EARLY_STOPPING_ROUNDS = 50
+
+MIN_TRAINING = 32
+"""Fewest training masks (beyond the validation split) a budget must leave."""
+
+MIN_VALIDATION = 16
+"""Fewest validation masks."""
+
+SELECTION_BASES = ("Moebius", "Fourier")
+"""Bases of the two support selections, blended by :data:`BLEND_WEIGHTS`."""
+
+BLEND_WEIGHTS = (1.0, 0.0, 0.75, 0.25, 0.5)
+"""Weights of the Möbius fit in the surrogate ``w * Moebius + (1 - w) * Fourier``; the one whose
+training-only fits score the best validation R² is kept (the first of equals, so a single basis
+wins ties). Two sparse fits on different supports err differently, and a blend of them was
+0.006-0.01 better in held-out R² on the text demo's transformer (see docs/proxyspex.md)."""
+
+
+def proxy_learning_rate(n: int) -> float:
+    """The proxy's learning rate for ``n`` players: 0.1 up to 128 players, 0.3 from 1 024,
+    and in between ``0.1 * (n / 128) ** 0.528`` (a power of ``n`` joining the two).
+
+    Each boosting round costs time in proportion to ``n``, and a game on more players needs
+    more rounds at a given rate: at 1 000 players and 0.1 the proxy was still improving at the
+    2 000-round cap after 43 s, while 0.3 converges in ~380 rounds with validation R² 0.99. On
+    64 players 0.1 stays clearly better at small budgets (docs/proxyspex.md), hence the rule.
+
+    Examples
+    --------
+    >>> proxy_learning_rate(64), round(proxy_learning_rate(512), 3), proxy_learning_rate(5000)
+    (0.1, 0.208, 0.3)
+    """
+    low, high = LEARNING_RATE_PLAYERS
+    if n <= low:
+        return BASE_LEARNING_RATE
+    if n >= high:
+        return MAX_LEARNING_RATE
+    power = math.log(MAX_LEARNING_RATE / BASE_LEARNING_RATE) / math.log(high / low)
+    return BASE_LEARNING_RATE * (n / low) ** power
+
+
+def proxy_threads(cells: int) -> int:
+    """LightGBM threads for a proxy fitted on ``cells`` = training masks x players.
+
+    One below :data:`PARALLEL_CELLS` (small fits gain nothing from threads); else the CPUs this
+    process may use that the 1-minute load average leaves idle, counting this process as one,
+    at most 8. LightGBM's OpenMP threads wait for each other many times per tree, so a thread
+    that shares its core with another busy process stalls them all: measured at 1 000 players,
+    one busy process beside the fit took it from 4.6 s to 63 s on 2 threads, and to 7.8 s on 1.
+    The trees do not depend on the thread count, so neither do the results.
+
+    Examples
+    --------
+    >>> proxy_threads(1000)
+    1
+    """
+    if cells < PARALLEL_CELLS:
+        return 1
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    idle = cpus - max(0, round(load) - 1)
+    return max(1, min(MAX_PROXY_THREADS, cpus, idle))
+
+
+class ProxySPEX:
+    """Sparse interaction values of a game or model via a LightGBM proxy (ProxySPEX).
+
+    Parameters
+    ----------
+    game_or_model
+        Without ``masker``: a game ``game(masks: bool[k, n]) -> float[k]`` on ``n`` players.
+        With ``masker``: a model (callable, or an object with ``predict``) that the masker turns
+        into a game for each explained input.
+    n_players
+        Number of players of a raw game (required without ``masker``, ignored with one).
+    masker
+        ``fs.maskers.Baseline(rows)`` for tabular models, ``fs.maskers.Tokens(mask_id)`` for
+        token-id sequence models, ``fs.maskers.Text()`` for models of text (players are
+        words), ``fs.maskers.Image(patch_size)`` for image models (players are patches);
+        their own ``batch_size``, ``max_bytes`` and ``progress`` govern the model calls, and
+        results are labelled with their player names.
+    budget
+        Distinct coalitions evaluated, ∅, N and the validation split included. At least
+        ``validation + 32``. A budget of ``2**n`` or more computes exact values (``UserWarning``).
+    seed
+        An int or a ``numpy.random.Generator``; the same int gives the same values bit for bit.
+    batch_size, max_bytes, progress
+        Coalitions per call of the game (by default as many as ``max_bytes`` of masks allow,
+        usually all at once) and a tqdm progress bar over them.
+    model_output, output_index
+        With a masker: how the model is called, as for :class:`ferroshap.Explainer` (the game
+        needs one output: pick a classifier's class with ``output_index``).
+    max_order
+        Largest interaction order reported (≥ 1). The proxy's trees are at least this deep.
+    index
+        One of ``fs.INDICES`` (``"k-SII"``, ``"SII"``, ``"FSII"``, ``"Moebius"``, ...).
+    validation_fraction
+        Share of the budget held out for early stopping and the support size (≥ 16 masks).
+    proxy_params
+        Overrides of :data:`DEFAULT_PROXY_PARAMS` (LightGBM parameter names), including
+        ``learning_rate`` (default :func:`proxy_learning_rate` of ``n``) and ``num_threads``
+        (default :func:`proxy_threads` of the training data's size).
+    feature_names
+        Player names (default: the masker's column names, if any).
+    groups
+        Feature groups, each one player (a dict name → columns or a list of column lists, see
+        :mod:`ferroshap.groups`); the interactions are then between groups.
+    max_memory
+        Cap in bytes on the estimated peak memory (default: half of the available memory,
+        see :mod:`ferroshap.memory`); above it an ``InvalidArgumentError`` naming ``n``,
+        ``budget`` and the estimate is raised before anything large is allocated.
+    refit_proxy
+        Once the support sizes and the blend are chosen on the validation split, fit the proxy
+        again on every mask (as many rounds as early stopping kept, scaled by the share of
+        masks it gains) and take the surrogate's terms from that proxy. ``None`` (default)
+        does so when the first proxy's validation R² is below :data:`REFIT_PROXY_R2` (it is
+        short of data) and the masks x players are below :data:`REFIT_PROXY_CELLS` (the second
+        fit is cheap).
+    ridge
+        Refit the surrogate as a ridge over the proxy's Fourier terms (up to 1 024, the largest
+        first), each term's penalty scaled by the proxy's own |coefficient|, instead of least
+        squares on the top ones: nothing is cut, small proxy terms are shrunk. ``None``
+        (default) tries it under the same condition as ``refit_proxy`` and keeps it unless the
+        sparse fit is clearly better on the validation split (:data:`SPARSE_RESIDUAL`);
+        ``True`` always uses it, ``False`` never. ``iv.diagnostics["fit"]`` says which ran.
+
+    Examples
+    --------
+    >>> import numpy as np, ferroshap as fs
+    >>> game = lambda m: 2.0 * m[:, 0] * m[:, 1] - m[:, 2]
+    >>> iv = fs.ProxySPEX(game, n_players=12, budget=400, index="Moebius", seed=0).explain()
+    >>> {k: round(v, 6) for k, v in iv.values.items()}  # doctest: +SKIP
+    {(2,): -1.0, (0, 1): 2.0}
+    """
+
+    feature_names: list[str] | None
+    groups: GroupsArgument | None
+    n_validation: int
+    proxy_params: dict[str, Any]
+
+    @deprecated_spellings(
+        positional=[
+            "masker",
+            "budget",
+            "max_order",
+            "index",
+            "seed",
+            "validation_fraction",
+            "proxy_params",
+            "feature_names",
+        ],
+        renamed={"n": "n_players"},
+    )
+    def __init__(
+        self,
+        game_or_model: Any,
+        n_players: int | None = None,
+        *,
+        masker: Masker | None = None,
+        budget: int = 2000,
+        seed: int | np.random.Generator = 0,
+        batch_size: int | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
+        model_output: str = "auto",
+        output_index: int | None = None,
+        max_order: int = 2,
+        index: str = "k-SII",
+        validation_fraction: float = 0.2,
+        proxy_params: dict[str, Any] | None = None,
+        feature_names: Sequence[str] | None = None,
+        groups: GroupsArgument | None = None,
+        max_memory: int | None = None,
+        refit_proxy: bool | None = None,
+        ridge: bool | None = None,
+    ) -> None:
+        for name, flag in (("refit_proxy", refit_proxy), ("ridge", ridge)):
+            if flag is not None and not isinstance(flag, bool):
+                raise InvalidTypeError(
+                    f"{name} must be True, False or None, got {type(flag).__name__}"
+                )
+        self.refit_proxy = refit_proxy
+        self.ridge = ridge
+        if max_memory is not None:
+            memory.resolve_max_memory(max_memory)
+        self.max_memory = max_memory
+        if masker is None:
+            if not callable(game_or_model):
+                raise InvalidTypeError(f"game must be callable, got {type(game_or_model).__name__}")
+            if n_players is None:
+                raise InvalidArgumentError(
+                    "n_players (the number of players) is required for a raw game"
+                )
+            self._model: Any = game_or_model
+            self.n_players: int | None = check_int(n_players, "n_players", 1)
+        else:
+            check_masker(masker)
+            self._model = resolve_model(game_or_model, model_output, output_index)
+            self.n_players = None if n_players is None else check_int(n_players, "n_players", 1)
+        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
+        self.masker = masker
+        self.budget = check_int(budget, "budget", 2)
+        self.max_order = check_order(max_order)
+        self.index = check_index(index)
+        self.seed = check_seed(seed)
+        if not isinstance(validation_fraction, numbers.Real) or not (
+            0.0 < validation_fraction < 1.0
+        ):
+            raise InvalidArgumentError(
+                f"validation_fraction must be in (0, 1), got {validation_fraction!r}"
+            )
+        self.validation_fraction = float(validation_fraction)
+        self.n_validation = max(MIN_VALIDATION, round(self.validation_fraction * self.budget))
+        if self.budget < self.n_validation + MIN_TRAINING:
+            raise InvalidArgumentError(
+                f"budget must be at least {self.n_validation + MIN_TRAINING} "
+                f"({self.n_validation} validation masks plus {MIN_TRAINING} for training), "
+                f"got {self.budget}"
+            )
+        if proxy_params is not None and not isinstance(proxy_params, dict):
+            raise InvalidTypeError(
+                f"proxy_params must be a dict, got {type(proxy_params).__name__}"
+            )
+        self.proxy_params = {**DEFAULT_PROXY_PARAMS, **(proxy_params or {})}
+        self.proxy_params["max_depth"] = max(int(self.proxy_params["max_depth"]), self.max_order)
+        self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+        self.groups = groups
+        if groups is not None and self.n_players is not None:  # fail early on a raw game
+            read_groups(groups, self.feature_names, self.n_players)
+
+    def explain(self, x: Any = None) -> Interactions:
+        """Interaction values of the game (no ``x``) or of the model at input ``x``.
+
+        Returns
+        -------
+        Interactions
+            ``values``, ``base_values``, ``shapley_values()`` (from the whole surrogate), and
+            ``diagnostics``: proxy and surrogate validation R², support size and basis, number
+            of trees, and the seconds spent in model calls, proxy fit, extraction and refit.
+        """
+        if self.masker is None:
+            if x is not None:
+                raise InvalidArgumentError("x must be None for a raw game (pass a masker to use x)")
+            game, n = self._model, self.n_players
+        else:
+            if x is None:
+                raise InvalidArgumentError("x (the input to explain) is required with a masker")
+            game, n = self.masker.game(self._model, x)
+        assert n is not None
+        estimate = memory.proxyspex_estimate(n, self.budget)
+        memory.check("ProxySPEX", estimate, self.max_memory, n=n, budget=self.budget)
+        names = self.feature_names or (
+            None if self.masker is None else player_names(self.masker, x)
+        )
+        if names is not None and len(names) != n:
+            raise InvalidArgumentError(f"feature_names has {len(names)} names for {n} players")
+        if self.groups is not None:
+            grouped = read_groups(self.groups, names, n)
+            game, n, names = _grouped_game(game, grouped), grouped.n_players, grouped.names
+        raw = RawGame(game, n, options=self.options)
+        if memory.covers_all(n, self.budget) and n <= _core.MAX_TABLE_PLAYERS:
+            warnings.warn(
+                f"budget ≥ 2^n (budget={self.budget}, n={n}): computing exact interaction values "
+                "by enumeration",
+                UserWarning,
+                stacklevel=2,
+            )
+            table = single_output(raw.evaluate(all_masks(n)), "the game", "coalition")
+            return Interactions.from_surrogate(
+                _core.moebius_transform(table, n),
+                self.index,
+                self.max_order,
+                n_evaluations=2**n,
+                diagnostics={"estimated": False},
+                feature_names=names,
+            )
+        return self._estimate(raw, n, names)
+
+    @property
+    def n(self) -> int | None:
+        """Deprecated spelling of :attr:`n_players`."""
+        warnings.warn(
+            "ProxySPEX.n is deprecated; use ProxySPEX.n_players", DeprecationWarning, stacklevel=2
+        )
+        return self.n_players
+
+    def dataset_values(
+        self, columns: list[str]
+    ) -> tuple[list[str], Callable[[Any], tuple[np.ndarray, np.ndarray]]]:
+        """Output names and ``frame -> (phi, base_values)`` for the dataset writers: one fit
+        per row, reporting the surrogate's Shapley values; ``columns`` are the features."""
+        check_int_seed(self)
+        if self.masker is None:
+            raise InvalidArgumentError(
+                "explainer: a ProxySPEX on a raw game has no rows to explain; give it a masker"
+            )
+        empty = np.zeros((1, len(columns)), dtype=bool)
+
+        def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+            explained = [self.explain(row) for row in frame.select(columns).to_numpy()]
+            phi = np.stack([iv.shapley_values() for iv in explained])
+            return phi, np.array([iv.predict(empty)[0] for iv in explained])
+
+        return [f"phi_{c}" for c in columns], values
+
+    def _estimate(self, raw: RawGame, n: int, names: list[str] | None) -> Interactions:
+        times: dict[str, float] = {}
+        masks = _core.plan_masks(n, self.budget, draw_seed(self.seed))
+        start = time.perf_counter()
+        values = single_output(raw.evaluate(masks), "the game", "coalition")
+        times["seconds_game"] = time.perf_counter() - start
+
+        extremes, planned = (masks[:EXTREMES], values[:EXTREMES]), len(masks)
+        kept = _fitted_extremes(values)
+        fitted = np.concatenate([np.flatnonzero(kept), np.arange(EXTREMES, planned)])
+        masks, values = masks[fitted], values[fitted]
+        split = len(masks) - self.n_validation
+        train = (masks[:split], values[:split])
+        validation = (masks[split:], values[split:])
+        start = time.perf_counter()
+        params = {
+            "learning_rate": proxy_learning_rate(n),
+            "num_threads": proxy_threads(train[0].size),
+            **self.proxy_params,
+        }
+        booster = _fit_proxy(params, train, validation)
+        times["seconds_proxy"] = time.perf_counter() - start
+        proxy_r2 = r_squared(validation[1], booster.predict(validation[0].astype(np.float64)))
+
+        start = time.perf_counter()
+        spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
+        times["seconds_extraction"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        # short of data: the proxy's ranking is uncertain, and a second fit or a ridge is cheap
+        short = masks.size < REFIT_PROXY_CELLS and proxy_r2 < REFIT_PROXY_R2
+        try_ridge = self.ridge or (self.ridge is None and short)
+        with ThreadPoolExecutor(len(SELECTION_BASES) + 1) as pool:  # the core releases the GIL
+            ridge = (
+                pool.submit(_core.select_ridge, spectrum, *train, *validation)
+                if try_ridge
+                else None
+            )
+            selections = list(
+                pool.map(
+                    lambda basis: _core.select_support(spectrum, basis, *train, *validation),
+                    SELECTION_BASES,
+                )
+            )
+            ridge_selection = None if ridge is None else ridge.result()
+        weight, validation_r2 = _blend_weight([s[2] for s in selections], validation[1])
+        penalty = None
+        if ridge_selection is not None:
+            penalty, ridge_r2, _ = ridge_selection
+            if self.ridge is None and 1.0 - validation_r2 < SPARSE_RESIDUAL * (1.0 - ridge_r2):
+                penalty = None  # the sparse fit predicts clearly better, with fewer terms
+            else:
+                validation_r2 = ridge_r2
+        times["seconds_refit"] = time.perf_counter() - start
+
+        trees = booster.best_iteration or booster.num_trees()
+        refit_proxy = short if self.refit_proxy is None else self.refit_proxy
+        if refit_proxy:
+            start = time.perf_counter()
+            rounds = math.ceil(trees * len(masks) / split)
+            final = dict(params)
+            if "num_threads" not in self.proxy_params:
+                final["num_threads"] = proxy_threads(masks.size)
+            booster = _fit_proxy(final, (masks, values), rounds=rounds)
+            times["seconds_proxy"] += time.perf_counter() - start
+            start = time.perf_counter()
+            spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
+            times["seconds_extraction"] += time.perf_counter() - start
+
+        start = time.perf_counter()
+        if penalty is not None:
+            surrogate = _core.refit_ridge(spectrum, penalty, masks, values)
+            weight = 0.0
+        else:
+            surrogate = _refit_blend(spectrum, selections, weight, masks, values)
+        times["seconds_refit"] += time.perf_counter() - start
+        diagnostics = {
+            "estimated": True,
+            "proxy_validation_r2": proxy_r2,
+            "validation_r2": validation_r2,
+            "support": sum(1 for key in surrogate.keys() if key),
+            "fit": "sparse" if penalty is None else "ridge",
+            "ridge_penalty": penalty,
+            "basis": _blend_name(weight),
+            "basis_weight": weight,
+            "n_trees": trees,
+            "refit_proxy": refit_proxy,
+            "extremes_fitted": tuple(kept.tolist()),
+            "efficiency_gap": float(
+                np.diff(extremes[1])[0] - np.diff(surrogate.evaluate(extremes[0]))[0]
+            ),
+            "learning_rate": params["learning_rate"],
+            "proxy_terms": len(spectrum),
+            **times,
+        }
+        return Interactions.from_surrogate(
+            surrogate,
+            self.index,
+            self.max_order,
+            n_evaluations=planned,
+            diagnostics=diagnostics,
+            feature_names=names,
+        )
+
+
+def _refit_blend(
+    spectrum: Any,
+    selections: list[tuple[int, float, np.ndarray]],
+    weight: float,
+    masks: np.ndarray,
+    values: np.ndarray,
+) -> Any:
+    """The sparse surrogate: in each basis of :data:`SELECTION_BASES`, the selected number of
+    ``spectrum``'s largest terms refitted by least squares on every mask, blended with the
+    Möbius fit's ``weight``."""
+    weights = {SELECTION_BASES[0]: weight, SELECTION_BASES[1]: 1.0 - weight}
+
+    def refit(basis: str, selection: tuple[int, float, np.ndarray]) -> Any:
+        if not weights[basis]:
+            return None
+        return _core.refit_top(spectrum, basis, selection[0], masks, values)
+
+    with ThreadPoolExecutor(len(SELECTION_BASES)) as pool:
+        fits = dict(zip(SELECTION_BASES, pool.map(refit, SELECTION_BASES, selections), strict=True))
+    return _blend(fits, weights)
+
+
+def _blend_weight(fitted: list[np.ndarray], validation: np.ndarray) -> tuple[float, float]:
+    """The weight of :data:`BLEND_WEIGHTS` on the Möbius fit whose mixture of the training-only
+    validation predictions ``fitted`` (one per basis of :data:`SELECTION_BASES`) scores the best
+    R² (the first of equals, so a single basis wins ties); returns ``(weight, R²)``."""
+    moebius, fourier = fitted
+    scores = [r_squared(validation, w * moebius + (1.0 - w) * fourier) for w in BLEND_WEIGHTS]
+    best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+    return BLEND_WEIGHTS[best], scores[best]
+
+
+def _blend(fits: dict[str, Any], weights: dict[str, float]) -> Any:
+    """``Σ weights[basis] · fits[basis]``: a basis of weight 1 is returned as it is, a mixture
+    is summed in the Fourier basis (a basis of weight 0 may have no fit)."""
+    kept = [(fits[basis], w) for basis, w in weights.items() if w]
+    if len(kept) == 1 and kept[0][1] == 1.0:
+        return kept[0][0]
+    parts = [(fit.to_fourier(), w) for fit, w in kept]
+    keys = [key for part, _ in parts for key in part.keys()]
+    coefficients = np.concatenate([w * part.coefficients() for part, w in parts])
+    return _core.SparseFunction("Fourier", parts[0][0].n_players, keys, coefficients)
+
+
+def _blend_name(weight: float) -> str:
+    """The ``basis`` diagnostic: the single basis, or ``"blend"`` for a mixture of both."""
+    if weight == 1.0:
+        return SELECTION_BASES[0]
+    return SELECTION_BASES[1] if weight == 0.0 else "blend"
+
+
+def _fit_proxy(
+    params: dict[str, Any],
+    train: tuple[np.ndarray, np.ndarray],
+    validation: tuple[np.ndarray, np.ndarray] | None = None,
+    rounds: int = MAX_ROUNDS,
+) -> Any:
+    """LightGBM booster on masks → values: early-stopped on ``validation`` when given, else
+    exactly ``rounds`` rounds."""
+    try:
+        import lightgbm as lgb
+    except ImportError as err:
+        raise ImportError("ProxySPEX needs LightGBM for its proxy: `pip install lightgbm`") from err
+    train_set = lgb.Dataset(train[0].astype(np.float64), train[1], params={"verbosity": -1})
+    stopping: dict[str, Any] = {}
+    if validation is not None:
+        valid_set = train_set.create_valid(validation[0].astype(np.float64), validation[1])
+        stopping = {
+            "valid_sets": [valid_set],
+            "callbacks": [lgb.early_stopping(EARLY_STOPPING_ROUNDS, verbose=False)],
+        }
+    # keep_training_booster skips lgb.train's text round trip of the model; the trees past the
+    # best iteration stay in the booster, and its text and predictions stop at the best one.
+    return lgb.train(
+        params, train_set, num_boost_round=rounds, keep_training_booster=True, **stopping
+    )
+
+
+def _grouped_game(game: Any, groups: Groups) -> Any:
+    """The game on ``groups``' players: each coalition expanded to its groups' features."""
+
+    def grouped(masks: np.ndarray) -> Any:
+        return game(groups.expand(masks))
+
+    return grouped

@@ -1,0 +1,1 @@
+"""Results: one vocabulary for every engine (``Explanation``, ``Interactions``)."""

@@ -1,0 +1,506 @@
+"""Interaction values: the :class:`Interactions` result object and the exact oracle.
+
+An :class:`Interactions` holds the values of one interaction index up to an order, plus the whole
+sparse surrogate they came from (a :class:`ferroshap._core.SparseFunction`), so that Shapley
+values and faithfulness use every selected term, not only the truncated ``values``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ferroshap import _core, memory
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.groups import read_groups
+from ferroshap.query.backend import DEFAULT_MAX_BYTES
+from ferroshap.query.games import RawGame
+from ferroshap.query.loop import QueryOptions, single_output
+from ferroshap.validation import check_int, deprecated_spellings
+
+__all__ = ["INDICES", "PLOT_KINDS", "Interactions", "exact_interactions"]
+
+INDICES: tuple[str, ...] = tuple(_core.INDICES)
+"""Index names (shapiq's spellings): Moebius, Fourier, SV, BV, SII, BII, k-SII, STII, FSII, FBII."""
+
+PLOT_KINDS: tuple[str, ...] = ("bar", "network")
+"""The kinds :meth:`Interactions.plot` draws."""
+
+Key = tuple[int, ...]
+
+
+def check_index(index: Any) -> str:
+    """Return ``index`` if it is one of :data:`INDICES`, else raise naming the valid ones."""
+    if not isinstance(index, str) or index not in INDICES:
+        raise InvalidArgumentError(
+            f"index must be one of {', '.join(map(repr, INDICES))}; got {index!r}"
+        )
+    return index
+
+
+def check_order(max_order: Any) -> int:
+    """Return ``max_order`` as an int ≥ 1, else raise."""
+    if isinstance(max_order, bool) or not isinstance(max_order, numbers.Integral):
+        raise InvalidTypeError(f"max_order must be an int, got {type(max_order).__name__}")
+    if max_order < 1:
+        raise InvalidArgumentError(f"max_order must be at least 1, got {max_order}")
+    return int(max_order)
+
+
+def r_squared(y: np.ndarray, fitted: np.ndarray) -> float:
+    """``1 - ‖y - ŷ‖² / ‖y - ȳ‖²``."""
+    total = float(np.sum((y - y.mean()) ** 2))
+    residual = float(np.sum((y - fitted) ** 2))
+    if total == 0.0:
+        return 1.0 if residual == 0.0 else float("-inf")
+    return 1.0 - residual / total
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Interactions:
+    """Interaction values of one index up to ``max_order``, with the surrogate behind them.
+
+    Attributes
+    ----------
+    values : dict[tuple[int, ...], float]
+        Sorted player tuples ``T`` with ``1 <= len(T) <= max_order`` (order 1 for SV and BV) to
+        their value; exact zeros dropped. Keys are ordered by size, then players.
+    base_values : numpy.ndarray
+        ``[v(∅)]``, shape ``(1,)`` like every result's ``base_values``; for FBII its own
+        empty-set value, as shapiq reports it. (``baseline_value``, the float, is a deprecated
+        alias.)
+    index : str
+        One of :data:`INDICES`.
+    max_order : int
+        The explanation order used (1 for SV and BV; capped at ``n_players``).
+    n_players : int
+        Number of players.
+    surrogate : ferroshap._core.SparseFunction
+        The whole sparse set function the values were computed from.
+    n_evaluations : int
+        Distinct coalitions the game was evaluated on.
+    diagnostics : dict[str, Any]
+        How the estimate was made (ProxySPEX: validation R², support size, timings, ...).
+    feature_names : list[str] or None
+        Player names, when known.
+
+    Examples
+    --------
+    >>> import ferroshap as fs
+    >>> iv = fs.exact_interactions(lambda m: m[:, 0] * m[:, 1] * 1.0, 3, index="k-SII")
+    >>> iv.values
+    {(0, 1): 1.0}
+    >>> iv.shapley_values()
+    array([0.5, 0.5, 0. ])
+    """
+
+    values: dict[Key, float]
+    base_values: np.ndarray
+    index: str
+    max_order: int
+    n_players: int
+    surrogate: _core.SparseFunction
+    n_evaluations: int
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    feature_names: list[str] | None = None
+
+    @classmethod
+    def from_surrogate(
+        cls,
+        surrogate: _core.SparseFunction,
+        index: str,
+        max_order: int,
+        n_evaluations: int,
+        diagnostics: dict[str, Any] | None = None,
+        feature_names: Sequence[str] | None = None,
+    ) -> Interactions:
+        """Values of ``index`` up to ``max_order`` of a sparse surrogate (closed forms)."""
+        keys, values, baseline, order = surrogate.interactions(index, max_order)
+        return cls(
+            values=dict(zip(keys, values.tolist(), strict=True)),
+            base_values=np.array([float(baseline)]),
+            index=index,
+            max_order=order,
+            n_players=surrogate.n_players,
+            surrogate=surrogate,
+            n_evaluations=n_evaluations,
+            diagnostics=dict(diagnostics or {}),
+            feature_names=None if feature_names is None else list(feature_names),
+        )
+
+    def __len__(self) -> int:
+        """Number of non-zero values."""
+        return len(self.values)
+
+    @property
+    def baseline_value(self) -> float:
+        """Deprecated: ``base_values[0]``, the empty coalition's value."""
+        warnings.warn(
+            "Interactions.baseline_value is deprecated; use Interactions.base_values[0]",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return float(self.base_values[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"Interactions(index={self.index!r}, max_order={self.max_order}, "
+            f"n_players={self.n_players}, values={len(self.values)}, "
+            f"base_values=[{self.base_values[0]:.6g}], n_evaluations={self.n_evaluations})"
+        )
+
+    def top(self, k: int = 10) -> list[tuple[Key, float]]:
+        """The ``k`` values largest in absolute value, largest first (ties by key).
+
+        Examples
+        --------
+        >>> import ferroshap as fs
+        >>> iv = fs.exact_interactions(lambda m: m @ [1.0, -3.0, 2.0], 3, index="Moebius")
+        >>> iv.top(2)
+        [((1,), -3.0), ((2,), 2.0)]
+        """
+        k = check_int(k, "k", 0)
+        ranked = sorted(self.values.items(), key=lambda item: (-abs(item[1]), len(item[0])))
+        return ranked[:k]
+
+    def shapley_values(self) -> np.ndarray:
+        """Shapley values ``[n_players]`` of the whole surrogate (not of the truncated values).
+
+        They sum to ``v(N) - v(∅)`` of the surrogate.
+        """
+        return self.surrogate.shapley_values()
+
+    def predict(self, masks: Any) -> np.ndarray:
+        """The surrogate's values on the coalitions ``masks: bool[m, n_players]``."""
+        return self.surrogate.evaluate(_check_masks(masks, self.n_players))
+
+    def faithfulness(self, game: Callable[[np.ndarray], Any], masks: Any) -> float:
+        """R² of the surrogate against ``game`` on the coalitions ``masks`` (held-out masks).
+
+        ``1 - Σ (v(S) - ŝ(S))² / Σ (v(S) - mean v)²`` over the rows of ``masks``.
+
+        Examples
+        --------
+        >>> import numpy as np, ferroshap as fs
+        >>> game = lambda m: m @ np.arange(4.0)
+        >>> iv = fs.exact_interactions(game, 4, index="SV")
+        >>> iv.faithfulness(game, np.random.default_rng(0).random((50, 4)) < 0.5)
+        1.0
+        """
+        if not callable(game):
+            raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
+        masks = _check_masks(masks, self.n_players)
+        values = RawGame(game, self.n_players).evaluate(masks)
+        if values.shape[1] != 1:
+            raise InvalidArgumentError(
+                f"game must return one value per mask for faithfulness, got shape {values.shape}"
+            )
+        return r_squared(values[:, 0], self.surrogate.evaluate(masks))
+
+    def to_shapiq(self) -> Any:
+        """A ``shapiq.InteractionValues`` (shapiq ≥ 1.3), with ``()`` holding the baseline.
+
+        Built by keyword with a values array and an ``interaction_lookup``, which every shapiq
+        version since 1.3 accepts; no aggregation is re-applied (``target_index = index``).
+        """
+        return shapiq_values(
+            self.values,
+            float(self.base_values[0]),
+            index=self.index,
+            max_order=self.max_order,
+            n_players=self.n_players,
+            estimated=self.diagnostics.get("estimated", True),
+            budget=self.n_evaluations,
+        )
+
+    def to_polars(self) -> Any:
+        """A polars DataFrame with one row per value: ``interaction`` (list of players),
+        ``order``, ``value`` and, when names are known, ``features`` (names joined by ``" x "``).
+
+        Examples
+        --------
+        >>> import ferroshap as fs
+        >>> fs.exact_interactions(lambda m: m.all(1) * 1.0, 2, index="Moebius").to_polars().shape
+        (1, 3)
+        """
+        try:
+            import polars as pl
+        except ImportError as err:
+            raise ImportError(
+                "Interactions.to_polars() needs the polars package: `pip install polars`"
+            ) from err
+        keys = list(self.values)
+        columns: dict[str, Any] = {
+            "interaction": pl.Series("interaction", [list(k) for k in keys], pl.List(pl.Int64)),
+            "order": pl.Series("order", [len(k) for k in keys], pl.Int64),
+            "value": pl.Series("value", list(self.values.values()), pl.Float64),
+        }
+        if self.feature_names is not None:
+            columns["features"] = [self._label(k) for k in keys]
+        return pl.DataFrame(columns)
+
+    def plot(self, k: int = 10, ax: Any = None, kind: str = "bar") -> Any:
+        """Plot the largest values (needs matplotlib); returns the axes.
+
+        Parameters
+        ----------
+        k
+            How many values to draw (at least 1): the ``k`` largest in absolute value for
+            ``kind="bar"``, the ``k`` largest pairs for ``kind="network"``.
+        ax
+            A matplotlib ``Axes`` to draw on; a new figure when ``None``.
+        kind
+            One of :data:`PLOT_KINDS`. ``"bar"``: a horizontal bar per value, any order.
+            ``"network"``: the players on a circle, node size ``|first-order value|`` (the
+            Shapley values of :meth:`shapley_values` when ``values`` has no first-order term),
+            one edge per pair with width ``|value|``; red is positive, blue negative. Needs
+            ``max_order >= 2``.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> import ferroshap as fs
+        >>> iv = fs.exact_interactions(lambda m: m[:, 0] * m[:, 1] - 1.0 * m[:, 2], 3)
+        >>> ax = iv.plot(kind="network")  # nodes 0, 1, 2; one edge, between 0 and 1
+        >>> plt.close(ax.figure)
+        """
+        if not isinstance(kind, str) or kind not in PLOT_KINDS:
+            raise InvalidArgumentError(
+                f"kind must be one of {', '.join(map(repr, PLOT_KINDS))}; got {kind!r}"
+            )
+        k = check_int(k, "k", 1)
+        if kind == "network" and self.max_order < 2:
+            raise InvalidArgumentError(
+                f"kind='network' draws pairwise interactions, but these {self.index} values "
+                f"have max_order={self.max_order}; use kind='bar'"
+            )
+        try:
+            import matplotlib.pyplot as plt  # type: ignore[import-not-found]
+        except ImportError as err:
+            raise ImportError(
+                "Interactions.plot() needs matplotlib: pip install 'ferroshap[bench]' "
+                "(or matplotlib)"
+            ) from err
+        if kind == "bar":
+            return self._plot_bar(plt, k, ax)
+        return self._plot_network(plt, k, ax)
+
+    def _label(self, key: Key) -> str:
+        """A key as its feature names joined by ``" x "``, or as the tuple."""
+        names = self.feature_names
+        return " x ".join(names[i] for i in key) if names else str(key)
+
+    def _plot_bar(self, plt: Any, k: int, ax: Any) -> Any:
+        """``plot(kind="bar")`` once its arguments are checked."""
+        top = self.top(k)[::-1]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 0.35 * len(top) + 1))
+        values = [v for _, v in top]
+        ax.barh(
+            [self._label(key) for key, _ in top],
+            values,
+            color=[_sign_colour(v) for v in values],
+        )
+        ax.set_xlabel(f"{self.index} value")
+        ax.set_title(f"Top {len(top)} {self.index} values (order ≤ {self.max_order})")
+        return ax
+
+    def _plot_network(self, plt: Any, k: int, ax: Any) -> Any:
+        """``plot(kind="network")`` once its arguments are checked."""
+        from matplotlib.collections import LineCollection  # type: ignore[import-not-found]
+        from matplotlib.lines import Line2D  # type: ignore[import-not-found]
+
+        n = self.n_players
+        pairs = [(key, v) for key, v in self.values.items() if len(key) == 2]
+        edges = sorted(pairs, key=lambda item: -abs(item[1]))[:k]
+        if any(len(key) == 1 for key in self.values):
+            nodes, node_source = np.zeros(n), "first-order value"
+            for key, v in self.values.items():
+                if len(key) == 1:
+                    nodes[key[0]] = v
+        else:
+            nodes, node_source = self.shapley_values(), "Shapley value"
+        angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n
+        xy = np.column_stack([np.cos(angle), np.sin(angle)])
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 6))
+        widest = max((abs(v) for _, v in edges), default=0.0)
+        ax.add_collection(
+            LineCollection(
+                [xy[list(key)] for key, _ in edges],
+                linewidths=[0.5 + 5.5 * abs(v) / widest for _, v in edges],
+                colors=[_sign_colour(v) for _, v in edges],
+                alpha=0.7,
+                zorder=1,
+            )
+        )
+        largest = float(np.max(np.abs(nodes))) if n else 0.0
+        sizes = 30 + 570 * (np.abs(nodes) / largest if largest > 0 else np.zeros(n))
+        ax.scatter(
+            xy[:, 0],
+            xy[:, 1],
+            s=sizes,
+            c=[_sign_colour(v) for v in nodes],
+            edgecolors="black",
+            linewidths=0.5,
+            zorder=2,
+        )
+        for i in range(n):
+            ax.text(
+                1.18 * xy[i, 0],
+                1.18 * xy[i, 1],
+                self.feature_names[i] if self.feature_names else str(i),
+                ha="center",
+                va="center",
+                fontsize="small",
+            )
+        ax.legend(
+            handles=[
+                Line2D([], [], color=_sign_colour(1.0), label="positive"),
+                Line2D([], [], color=_sign_colour(-1.0), label="negative"),
+            ],
+            loc="lower right",
+            frameon=False,
+            fontsize="small",
+        )
+        ax.set_xlim(-1.35, 1.35)
+        ax.set_ylim(-1.35, 1.35)
+        ax.set_aspect("equal")
+        ax.set_axis_off()
+        ax.set_title(f"Top {len(edges)} pairwise {self.index} values\n(node size: |{node_source}|)")
+        return ax
+
+
+def _sign_colour(value: float) -> str:
+    """Red for positive values, blue for negative ones (as SHAP plots colour them), grey for 0."""
+    return "tab:red" if value > 0 else "tab:blue" if value < 0 else "tab:gray"
+
+
+def _check_masks(masks: Any, n: int) -> np.ndarray:
+    array = np.asarray(masks)
+    if array.dtype != np.bool_:
+        if array.dtype.kind not in "biu" or not np.isin(array, (0, 1)).all():
+            raise InvalidArgumentError(f"masks must be boolean (or 0/1), got dtype {array.dtype}")
+        array = array.astype(bool)
+    if array.ndim != 2 or array.shape[1] != n:
+        raise InvalidArgumentError(f"masks must have shape [m, {n}], got {array.shape}")
+    return np.ascontiguousarray(array)
+
+
+def all_masks(n: int) -> np.ndarray:
+    """Every coalition of ``n`` players, ``bool[2**n, n]``; row ``r`` holds player ``i`` iff bit
+    ``i`` of ``r`` is set."""
+    return (np.arange(2**n)[:, None] >> np.arange(n)) & 1 == 1
+
+
+@deprecated_spellings(positional=["index", "max_order"], renamed={"n": "n_players"})
+def exact_interactions(
+    game: Callable[[np.ndarray], Any],
+    n_players: int,
+    *,
+    index: str = "k-SII",
+    max_order: int = 2,
+    batch_size: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: bool = False,
+    groups: Any = None,
+    max_memory: int | None = None,
+) -> Interactions:
+    """Exact interaction values by enumerating all ``2**n`` coalitions (the oracle).
+
+    Each index is computed from its definition (discrete derivatives, Bernoulli aggregation,
+    least squares for FSII and FBII), independently of the closed forms ProxySPEX uses.
+
+    Parameters
+    ----------
+    game
+        ``game(masks: bool[k, n]) -> float[k]``.
+    n_players
+        Number of players ``n``; the enumerated players (``n``, or the number of groups) are at
+        most ``ferroshap._core.MAX_TABLE_PLAYERS`` (20).
+    index
+        One of :data:`INDICES`.
+    max_order
+        Largest interaction order (≥ 1; SV and BV use 1).
+    batch_size, max_bytes, progress
+        Coalitions per call of ``game`` and a progress bar, as for
+        :func:`ferroshap.shapley_values`.
+    groups
+        Player groups, each one player (see :mod:`ferroshap.groups`).
+    max_memory
+        Cap in bytes on the estimated peak memory (default: half of the available memory);
+        above it an ``InvalidArgumentError`` is raised before enumerating.
+
+    Examples
+    --------
+    >>> import ferroshap as fs
+    >>> iv = fs.exact_interactions(lambda m: m[:, 0] * m[:, 1] + 1.0 * m[:, 2], 3, index="SII")
+    >>> iv.values
+    {(0,): 0.5, (1,): 0.5, (2,): 1.0, (0, 1): 1.0}
+    """
+    if not callable(game):
+        raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
+    n_features = check_int(n_players, "n_players", 1)
+    grouped = None if groups is None else read_groups(groups, None, n_features)
+    n = n_features if grouped is None else grouped.n_players
+    if n > _core.MAX_TABLE_PLAYERS:
+        raise InvalidArgumentError(
+            f"n_players must be between 1 and {_core.MAX_TABLE_PLAYERS} for exact enumeration, "
+            f"got {n}"
+        )
+    index, max_order = check_index(index), check_order(max_order)
+    options = QueryOptions.checked(batch_size, max_bytes, progress)
+    memory.check("exact_interactions", memory.exact_estimate(n), max_memory, n=n)
+    masks = all_masks(n) if grouped is None else grouped.expand(all_masks(n))
+    table = RawGame(game, n_features, options=options).evaluate(masks)
+    values = single_output(table, "game", "coalition")
+    keys, result, baseline, order = _core.exact_interactions(values, n, index, max_order)
+    return Interactions(
+        values=dict(zip(keys, result.tolist(), strict=True)),
+        base_values=np.array([float(baseline)]),
+        index=index,
+        max_order=order,
+        n_players=n,
+        surrogate=_core.moebius_transform(values, n),
+        n_evaluations=2**n,
+        diagnostics={"estimated": False},
+        feature_names=None if grouped is None else grouped.names,
+    )
+
+
+def shapiq_values(
+    values: dict[Key, float],
+    baseline: float,
+    *,
+    index: str,
+    max_order: int,
+    n_players: int,
+    estimated: bool,
+    budget: int | None,
+) -> Any:
+    """A ``shapiq.InteractionValues`` (shapiq ≥ 1.3) of ``values`` with ``()`` holding the
+    baseline, built by keyword with a values array and an ``interaction_lookup``."""
+    try:
+        from shapiq import InteractionValues
+    except ImportError as err:
+        raise ImportError("to_shapiq() needs the shapiq package: `pip install shapiq`") from err
+    keys: list[Key] = [(), *values]
+    array = np.array([baseline, *values.values()], dtype=np.float64)
+    return InteractionValues(
+        values=array,
+        index=index,
+        max_order=max_order,
+        n_players=n_players,
+        min_order=0,
+        interaction_lookup={key: j for j, key in enumerate(keys)},
+        estimated=estimated,
+        estimation_budget=budget,
+        baseline_value=baseline,
+    )

@@ -1,0 +1,1 @@
+"""The sampling engine: ``Explainer``, ``shapley_values``, ``auto`` and the proxy adjustments."""

@@ -1,0 +1,691 @@
+"""Sampling estimators of Shapley values: the :class:`Explainer` and :func:`shapley_values`.
+
+Both follow plan → query → estimate: the compiled core plans a design (the coalitions to
+evaluate), Python evaluates the game on them, and the core turns the values into Shapley values.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ferroshap import _core, memory
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.groups import Groups, GroupsArgument, read_groups
+from ferroshap.maskers.tabular import Masker, check_masker, player_names
+from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend
+from ferroshap.query.frames import Table, frame_model, read_rows_like, read_table
+from ferroshap.query.games import LINKS, DesignMasks, RawGame, TabularGame, apply_link
+from ferroshap.query.loop import QueryOptions
+from ferroshap.query.models import resolve_model
+from ferroshap.results.explanation import Explanation
+from ferroshap.sampling.auto import AUTO, Recipe, resolve
+from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit
+from ferroshap.validation import (
+    Seed,
+    check_int,
+    check_int_seed,
+    check_seed,
+    deprecated_spellings,
+    draw_seed,
+)
+
+__all__ = ["Explainer", "shapley_values"]
+
+_LEGACY_POSITIONAL = [
+    "method",
+    "budget",
+    "paired",
+    "seed",
+    "batch_size",
+    "feature_names",
+    "progress",
+    "per_row_design",
+    "max_bytes",
+    "model_output",
+    "link",
+    "output_index",
+    "cross_fit",
+]
+"""The order in which ``Explainer`` took its arguments by position before they became
+keyword-only (accepted for one release with a ``DeprecationWarning``)."""
+
+
+class Explainer:
+    """Shapley values of any tabular model by a sampling estimator.
+
+    The game is interventional: ``v_x(S) = mean_b f(x_S, b_notS)`` over the background rows
+    ``b``, so each coalition costs ``len(background)`` model rows. One design (set of coalitions)
+    serves every explained row of a call, and its factorization is shared.
+
+    Parameters
+    ----------
+    model
+        The model. A classifier (scikit-learn, LightGBM, XGBoost, a ``Pipeline`` ending in one)
+        is called through ``predict_proba`` and every class is explained; another object with a
+        ``predict`` method through ``predict``; otherwise the object itself must be callable
+        (see ``model_output``). It receives a batch ``[batch, n]`` like the background: a NumPy
+        array in the data's dtype, or a frame of the background's library with its columns
+        and dtypes, and returns ``[batch]`` or ``[batch, k]``.
+    background
+        Background rows: a 2-D array or a polars / pandas DataFrame (a polars LazyFrame is
+        collected; column names become the feature names). String, categorical, boolean and
+        datetime columns are masked like numbers, cell by cell. A single row gives the
+        single-baseline game. Not used with ``masker``.
+    masker
+        Instead of ``background``: a masker that turns the model and each explained input into
+        a game, e.g. ``fs.maskers.Text()`` (players are the words of a passage, the model a
+        callable on ``list[str]``) or ``fs.maskers.Image(patch_size=4)`` (players are patches).
+        Each call then explains one input, and the result is labelled with the masker's player
+        names (``feature_names``, and ``data`` holds them too).
+    method
+        ``"auto"`` (the default): the most accurate estimator we have for this number of features
+        and budget, chosen by a fixed rule (:func:`ferroshap.sampling.auto.choose`, described in
+        ``docs/auto.md``); :attr:`Explanation.estimator` names what ran. Or one of
+        :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
+        ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
+        ignores ``budget``, at most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features); or one
+        of :data:`ferroshap.PROXY_METHODS`: ``"proxy-leverage"`` (LeverageSHAP adjusted by a
+        LightGBM proxy, usually the most accurate; needs ``lightgbm``) or ``"tree-msr"`` (Tree
+        MSR, a baseline). See :mod:`ferroshap.sampling.proxy_adjusted`; a budget below
+        ``max(4 n, 42)`` falls back to ``"leverage"`` with a ``UserWarning``.
+    budget
+        Distinct coalitions evaluated per row, ∅ and the grand coalition included; at least 2,
+        and at least ``2 n`` for ``"permutation"``. With ``paired=True`` an odd budget is rounded
+        down. ``budget >= 2**n`` computes exact values by enumeration, with a ``UserWarning``
+        (none for ``"auto"``, which then chooses enumeration).
+    paired
+        Sample coalitions together with their complements.
+    seed
+        An int in ``[0, 2**64)`` or a ``numpy.random.Generator``; a generator is drawn from once
+        per call, so successive calls use fresh designs.
+    batch_size
+        Model rows per model call (rounded down to whole coalitions, overriding ``max_bytes``).
+        By default each call gets about 4 MiB of inputs (``backend.CPU_CHUNK_BYTES``, which keeps
+        a CPU model's input in cache), never more than ``max_bytes``.
+    feature_names
+        Names of the ``n`` features; by default the background's (or X's) DataFrame columns, else
+        ``x0 .. x{n-1}``.
+    progress
+        Show a tqdm progress bar (needs ``tqdm``).
+    groups
+        Feature groups, each one player: a dict name → columns (names or positions) or a list
+        of column lists (named ``g0, g1, ...``). Features in no group stay players of their
+        own, after the groups; values are then ``(rows, players)`` and ``feature_names`` the
+        player names. See :mod:`ferroshap.groups`.
+    per_row_design
+        Plan one design per explained row (stream ``row_index + 1`` of the seed) instead of one
+        shared design, so estimation errors are independent across rows.
+    max_bytes
+        Cap on the bytes of masked model inputs built at once (default 256 MiB).
+    model_output
+        How to call ``model``: ``"auto"`` (``predict_proba`` for a classifier, else ``predict``
+        if it has one, else call it), ``"call"``, ``"predict"`` (a classifier's hard labels),
+        ``"predict_proba"`` or ``"decision_function"``.
+    link
+        ``"identity"`` or ``"logit"``: explain ``link(mean_b f(x_S, b_notS))``, e.g. the
+        log-odds of a classifier's averaged probability (as ``shap.KernelExplainer`` does).
+    output_index
+        Explain only this column of a model returning ``[batch, k]``.
+    cross_fit
+        ``method="tree-msr"`` only: fit its proxy on ``cross_fit`` folds of coalition pairs
+        (each pair's residual from the proxy that did not see it) instead of on all samples.
+    max_memory
+        Cap in bytes on the estimated peak memory (default: half of the available memory,
+        see :mod:`ferroshap.memory`); above it an ``InvalidArgumentError`` naming ``n``,
+        ``budget`` and the estimate is raised before anything large is allocated.
+
+    Notes
+    -----
+    Arrays of PyTorch, CuPy, JAX or any array-API library stay in that library and on their
+    device: masked inputs are built there and only background-averaged outputs come back to the
+    host, once per chunk. ``background`` and ``X`` must then be of the same library and device.
+    A ``torch.nn.Module`` gets NumPy data moved to its parameters' device and dtype, and is
+    called under ``torch.inference_mode()``.
+
+    Notes
+    -----
+    With a single feature, its value is the whole difference ``f(x) - mean_b f(b)``.
+
+    Examples
+    --------
+    >>> import numpy as np, ferroshap as fs
+    >>> rng = np.random.default_rng(0)
+    >>> background, X = rng.normal(size=(50, 10)), rng.normal(size=(3, 10))
+    >>> w = np.arange(10.0)
+    >>> ex = fs.Explainer(lambda z: z @ w, background, budget=64)(X)
+    >>> np.allclose(ex.values, w * (X - background.mean(0)))
+    True
+    """
+
+    @deprecated_spellings(positional=_LEGACY_POSITIONAL)
+    def __init__(
+        self,
+        model: Any,
+        background: Any = None,
+        *,
+        masker: Masker | None = None,
+        method: str = AUTO,
+        budget: int = 2048,
+        seed: Seed = 0,
+        batch_size: int | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        progress: bool = False,
+        model_output: str = "auto",
+        output_index: int | None = None,
+        paired: bool = True,
+        link: str = "identity",
+        feature_names: Sequence[str] | None = None,
+        groups: GroupsArgument | None = None,
+        per_row_design: bool = False,
+        cross_fit: int | None = None,
+        max_memory: int | None = None,
+    ) -> None:
+        if max_memory is not None:
+            memory.resolve_max_memory(max_memory)
+        self.max_memory = max_memory
+        if link not in LINKS:
+            raise InvalidArgumentError(f"link must be one of {LINKS}; got {link!r}")
+        self.link = link
+        self._model = resolve_model(model, model_output, output_index)
+        self.masker = masker
+        self.seed = check_seed(seed)
+        self.options = QueryOptions.checked(batch_size, max_bytes, progress)
+        self.paired = bool(paired)
+        self.per_row_design = bool(per_row_design)
+        if masker is not None:
+            self._init_masker(masker, background, method, budget, feature_names, groups)
+            self.cross_fit = check_cross_fit(cross_fit, method)
+            return
+        if background is None:
+            raise InvalidArgumentError(
+                "background is required (the rows that replace masked features), unless a "
+                "masker is given (masker=fs.maskers.Text(), Image(...), ...)"
+            )
+        self._table: Table | None = read_table(background, "background")
+        self._background = self._model.place(self._table.values)
+        host = self._table.numpy()
+        # what null players are tested against (see _varying_players), read once per explainer
+        self._background_row = host[:1]
+        self._constant_columns = np.all(_identical(host, self._background_row), axis=0)
+        n_features = self._table.n_columns
+        if feature_names is not None:
+            feature_names = [str(name) for name in feature_names]
+            if len(feature_names) != n_features:
+                raise InvalidArgumentError(
+                    f"feature_names has {len(feature_names)} names but background has "
+                    f"{n_features} features"
+                )
+        names = feature_names or self._table.names
+        self.groups = None if groups is None else read_groups(groups, names, n_features)
+        self.feature_names = names if self.groups is None else self.groups.names
+        n = self.n_players
+        _check_method(method, n)
+        self.method = method
+        self.budget = _check_budget(budget, method, n)
+        self.cross_fit = check_cross_fit(cross_fit, method)
+        self._recipe = resolve(method, n, self.budget, self.paired, int(self._background.shape[0]))
+
+    def _init_masker(
+        self,
+        masker: Masker,
+        background: Any,
+        method: str,
+        budget: Any,
+        feature_names: Sequence[str] | None,
+        groups: GroupsArgument | None,
+    ) -> None:
+        """Settings of an explainer whose games come from ``masker``; the players (and so
+        ``n``) are known only per explained input."""
+        check_masker(masker)
+        for name, value in (
+            ("background", background),
+            ("feature_names", feature_names),
+            ("groups", groups),
+        ):
+            if value is not None:
+                raise InvalidArgumentError(
+                    f"{name} cannot be combined with masker=: the masker decides the players "
+                    "and what replaces them"
+                )
+        _check_method(method, 1)
+        self._table = None
+        self.groups = None
+        self.feature_names = None
+        self.method = method
+        self.budget = check_int(budget, "budget", 2)
+
+    @property
+    def n_players(self) -> int:
+        """Number of players ``n``: the features, or the groups (and ungrouped features)."""
+        if self._table is None:
+            raise InvalidArgumentError(
+                "n_players: with a masker the players depend on the explained input (see the "
+                "masker's player_names(x))"
+            )
+        return self._table.n_columns if self.groups is None else self.groups.n_players
+
+    @property
+    def n_features(self) -> int:
+        """Deprecated spelling of :attr:`n_players`."""
+        warnings.warn(
+            "Explainer.n_features is deprecated; use Explainer.n_players",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.n_players
+
+    def dataset_values(
+        self, columns: list[str]
+    ) -> tuple[list[str], Callable[[Any], tuple[np.ndarray, np.ndarray]]]:
+        """Output names and ``frame -> (phi, base_values)`` for the dataset writers
+        (:func:`ferroshap.datasets.parquet.frame_explainer`): ``columns`` are the features, in
+        order."""
+        check_int_seed(self)
+        if self._table is None:
+            raise InvalidArgumentError(
+                "explainer: datasets need an explainer with a background, not a masker"
+            )
+        n_inputs = self._table.n_columns
+        if len(columns) != n_inputs:
+            raise InvalidArgumentError(
+                f"columns: {len(columns)} columns for an explainer of {n_inputs} features"
+            )
+        players = columns if self.groups is None else self.groups.names
+        schema = self._table.schema
+
+        def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+            chunk = frame.select(columns)  # rows like the background: NumPy, pandas or polars
+            if schema is None or schema.is_numeric:
+                chunk = chunk.to_numpy()
+            elif schema.library == "pandas":
+                chunk = chunk.to_pandas()
+            explanation = self(chunk)
+            if explanation.values.ndim != 2:
+                raise InvalidArgumentError(
+                    "model: datasets need a model with one output (use output_index=...)"
+                )
+            return explanation.values, explanation.base_values
+
+        return [f"phi_{p}" for p in players], values
+
+    def _column_names(self, table: Table) -> list[str]:
+        """Names of the model's input columns, for the groups of a result."""
+        assert self._table is not None
+        names = self._table.names or table.names
+        return names or [f"x{j}" for j in range(self._table.n_columns)]
+
+    def __call__(self, X: Any) -> Explanation:
+        """Explain the rows of ``X`` (2-D array or DataFrame; a 1-D ``X`` is one row).
+
+        With a masker, ``X`` is one input of that masker (a passage for ``Text``, an image for
+        ``Image``) and the result has one row, labelled with the masker's player names.
+
+        Returns
+        -------
+        Explanation
+            ``values`` of shape ``(rows, n)`` or ``(rows, n, k)``, ``base_values``, ``data`` etc.
+        """
+        if self._table is None:
+            return self._explain_masked(X)
+        table = read_rows_like(X, self._table, "X", "background")
+        x = self._model.place(table.values)
+        x_backend, background_backend = ArrayBackend.of(x), ArrayBackend.of(self._background)
+        if not x_backend.same_as(background_backend):
+            raise InvalidArgumentError(
+                f"X is a {x_backend.describe()} array but background is "
+                f"{background_backend.describe()}; pass both from the same library and device"
+            )
+        n = self.n_players
+        game = TabularGame(
+            frame_model(self._model.function, self._table.schema),
+            self._background,
+            x,
+            options=self.options,
+            link=self.link,
+        )
+        rows = int(x.shape[0])
+        data = np.array(table.numpy())
+        varying = self._varying_players(data)
+        patterns, pattern_of = np.unique(varying, axis=0, return_inverse=True)
+        pattern_of = pattern_of.ravel()
+        memory.check(
+            "Explainer",
+            memory.sampling_estimate(
+                self._recipe.planned,
+                n,
+                self.budget,
+                rows=rows,
+                # one pattern's design at a time; read in chunks only when it is the whole game's
+                max_bytes=self.options.max_bytes if patterns.all() else None,
+                designs=rows if self.per_row_design else 1,
+                proxy=self._recipe.proxy is not None,
+            ),
+            self.max_memory,
+            n=n,
+            budget=self.budget,
+            rows=rows,
+        )
+        seed = draw_seed(self.seed)
+        k = int(np.prod(game.output_shape, dtype=np.int64))
+        phi = np.zeros((rows, k, n))
+        estimators: dict[str, None] = {}
+        evaluations = 0
+        for p, pattern in enumerate(patterns):
+            players = np.flatnonzero(pattern)
+            chosen = np.flatnonzero(pattern_of == p)
+            if len(players) == 0:  # every feature at its background value: all values are 0
+                continue
+            part, designs, recipe = self._explain_players(game, players, chosen, seed, k)
+            phi[chosen[:, None, None], np.arange(k)[None, :, None], players[None, None, :]] = part
+            estimators["exact" if designs[0].exact else recipe.name] = None
+            evaluations = max(evaluations, *(design.n_coalitions for design in designs))
+        phi = np.ascontiguousarray(phi.transpose(0, 2, 1))  # [rows, n, k]
+        return Explanation(
+            values=phi if game.output_shape else phi[:, :, 0],
+            base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
+            data=data,
+            feature_names=self.feature_names or table.names or [f"x{i}" for i in range(n)],
+            groups=None if self.groups is None else self.groups.columns(self._column_names(table)),
+            frame=table.frame,
+            n_evaluations=evaluations,
+            method=self.method,
+            budget=self.budget,
+            estimator=", ".join(estimators) or "exact",
+        )
+
+    def _varying_players(self, x: np.ndarray) -> np.ndarray:
+        """``bool[rows, n]``: whether each player can change the model's output on each row.
+
+        A feature whose value in the row equals its value in every background row is replaced
+        by the same value whether it is masked or not, so it is a null player: its Shapley value
+        is exactly 0 and the row's game is that of the other players (a group is null when all
+        its features are). NaN counts as differing, as does 0.0 against -0.0. ``x`` is the
+        explained rows' host copy.
+        """
+        same = _identical(x, self._background_row) & self._constant_columns
+        if self.groups is None:
+            return ~same
+        members = self.groups.expand(np.eye(self.n_players, dtype=bool))  # [players, features]
+        return (~same).astype(np.int64) @ members.T.astype(np.int64) > 0
+
+    def _explain_players(
+        self, game: TabularGame, players: np.ndarray, rows: np.ndarray, seed: int, k: int
+    ) -> tuple[np.ndarray, list[_core.Design], Recipe]:
+        """Shapley values ``[len(rows), k, len(players)]`` of the explained ``rows`` on the game
+        of ``players`` (the others held at the row's values), with the designs and recipe."""
+        n, n_players = self.n_players, len(players)
+        every = n_players == n
+        recipe = (
+            self._recipe
+            if every
+            else resolve(
+                self.method, n_players, self.budget, self.paired, int(self._background.shape[0])
+            )
+        )
+        streams = [int(r) + 1 for r in rows] if self.per_row_design else [0]
+        warn = every and self.method != AUTO  # a smaller game's enumeration is our choice
+        designs = _plan(recipe.planned, n_players, self.budget, seed, self.paired, streams, warn)
+
+        def embed(masks: np.ndarray) -> np.ndarray:
+            if every:
+                return _expand(masks, self.groups)
+            full = np.ones((len(masks), n), dtype=bool)
+            full[:, players] = masks
+            return _expand(full, self.groups)
+
+        if self.per_row_design:
+            masks = [embed(design.masks()) for design in designs]
+            sizes = [len(m) for m in masks]
+            values = game.evaluate(np.concatenate(masks), rows=np.repeat(rows, sizes))
+            per_design = np.split(values, np.cumsum(sizes)[:-1])
+        elif every and len(rows) == game.n_rows:
+            per_design = [game.evaluate(_design_masks(designs[0], self.groups))]
+        else:
+            masks = embed(designs[0].masks())
+            per_row = [game.evaluate(masks, rows=np.full(len(masks), r)) for r in rows]
+            per_design = [np.concatenate(per_row, axis=1)]  # [m, rows * k], row-major
+        part = np.stack(_estimate(designs, per_design, recipe.proxy, self.cross_fit))
+        return part.reshape(len(rows), k, n_players), designs, recipe
+
+    def _explain_masked(self, x: Any) -> Explanation:
+        """Shapley values of the masker's game at input ``x``: one row."""
+        assert self.masker is not None
+        function, n = self.masker.game(self._model, x)
+        names = player_names(self.masker, x) or [f"x{i}" for i in range(n)]
+        if len(names) != n:
+            raise InvalidArgumentError(f"masker: {len(names)} player names for {n} players")
+        _check_method(self.method, n)
+        budget = _check_budget(self.budget, self.method, n)
+        raw = RawGame(_linked(function, self.link), n, options=self.options)
+        phi, design, recipe, values = _game_values(
+            raw,
+            None,
+            self.method,
+            budget,
+            self.seed,
+            self.paired,
+            self.cross_fit,
+            self.max_memory,
+            "Explainer",
+        )
+        empty = values[0]  # every design's first coalition is the empty one
+        return Explanation(
+            values=phi[:1] if raw.output_shape == () else phi.T[None],
+            base_values=empty[:1] if raw.output_shape == () else empty[None],
+            data=np.array([names], dtype=object),
+            feature_names=names,
+            n_evaluations=design.n_coalitions,
+            method=self.method,
+            budget=budget,
+            estimator="exact" if design.exact else recipe.name,
+        )
+
+
+def _identical(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise ``a == b`` (broadcast), also telling 0.0 from -0.0 in float arrays; cells of
+    a mixed frame (object arrays) that cannot be compared count as different."""
+    if a.dtype == object or b.dtype == object:
+        return np.frompyfunc(_same_cell, 2, 1)(a, b).astype(bool)
+    same = np.asarray(a == b, dtype=bool)
+    if a.dtype.kind == "f" and b.dtype.kind == "f":
+        same &= np.signbit(a) == np.signbit(b)
+    return same
+
+
+def _same_cell(a: Any, b: Any) -> bool:
+    """Whether two cells of a mixed frame are the same value (``False`` when undecidable)."""
+    try:
+        return bool(a == b) and not (isinstance(a, float) and np.signbit(a) != np.signbit(b))
+    except (TypeError, ValueError):
+        return False
+
+
+def _linked(function: Callable[[np.ndarray], Any], link: str) -> Callable[[np.ndarray], Any]:
+    """``function`` followed by the link function ``link`` (itself for the identity)."""
+    if link == "identity":
+        return function
+    return lambda masks: apply_link(np.asarray(function(masks), dtype=np.float64), link)
+
+
+@deprecated_spellings(
+    positional=["method", "budget", "seed", "paired", "cross_fit"], renamed={"n": "n_players"}
+)
+def shapley_values(
+    game: Callable[[np.ndarray], Any],
+    n_players: int,
+    *,
+    method: str = AUTO,
+    budget: int = 2048,
+    seed: Seed = 0,
+    batch_size: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: bool = False,
+    paired: bool = True,
+    groups: GroupsArgument | None = None,
+    cross_fit: int | None = None,
+    max_memory: int | None = None,
+) -> np.ndarray:
+    """Shapley values of a game given as a function of coalitions.
+
+    Parameters
+    ----------
+    game
+        ``game(masks: bool[k, n]) -> float[k]`` or ``float[k, rows]`` (several games at once);
+        ``masks[j, i]`` is true when player ``i`` is in coalition ``j``.
+    n_players
+        Number of players ``n``.
+    method, budget, seed, paired, cross_fit, max_memory
+        As for :class:`Explainer`.
+    groups
+        Player groups (a dict name → player indices, or a list of index lists), each one player
+        of the coarser game; ungrouped players stay players of their own, after the groups.
+    batch_size, max_bytes, progress
+        Coalitions per call of ``game`` (by default as many as ``max_bytes`` of masks allow,
+        usually all at once) and a tqdm progress bar, as for :class:`Explainer`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[n]`` for a game returning ``[k]``; ``[rows, n]`` for ``[k, rows]``. Each row sums to
+        ``v(N) - v(∅)``.
+
+    Examples
+    --------
+    >>> import numpy as np, ferroshap as fs
+    >>> fs.shapley_values(lambda masks: masks.all(axis=1) * 1.0, 3, method="exact")
+    array([0.33333333, 0.33333333, 0.33333333])
+    """
+    if not callable(game):
+        raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
+    n_features = check_int(n_players, "n_players", 1)
+    options = QueryOptions.checked(batch_size, max_bytes, progress)
+    grouped = None if groups is None else read_groups(groups, None, n_features)
+    n = n_features if grouped is None else grouped.n_players
+    _check_method(method, n)
+    budget = _check_budget(budget, method, n)
+    cross_fit = check_cross_fit(cross_fit, method)
+    raw = RawGame(game, n_features, options=options)
+    phi, _, _, _ = _game_values(
+        raw,
+        grouped,
+        method,
+        budget,
+        check_seed(seed),
+        bool(paired),
+        cross_fit,
+        max_memory,
+        "shapley_values",
+    )
+    return phi if raw.output_shape else phi[0]
+
+
+def _game_values(
+    raw: RawGame,
+    groups: Groups | None,
+    method: str,
+    budget: int,
+    seed: Seed,
+    paired: bool,
+    cross_fit: int | None,
+    max_memory: int | None,
+    engine: str,
+) -> tuple[np.ndarray, _core.Design, Recipe, np.ndarray]:
+    """Shapley values ``[R, n]`` of a raw game (on ``groups``' players if given) by ``method``,
+    with the design and recipe that produced them and the game's values ``[m, R]`` on the
+    design (row 0 is the empty coalition); ``engine`` names the caller in memory errors."""
+    n = raw.n_players if groups is None else groups.n_players
+    recipe = resolve(method, n, budget, paired)
+    estimate = memory.sampling_estimate(
+        recipe.planned, n, budget, max_bytes=None, proxy=recipe.proxy is not None
+    )
+    memory.check(engine, estimate, max_memory, n=n, budget=budget)
+    (design,) = _plan(recipe.planned, n, budget, draw_seed(seed), paired, [0], method != AUTO)
+    values = raw.evaluate(_design_masks(design, groups))
+    (phi,) = _estimate([design], [values], recipe.proxy, cross_fit)
+    return phi, design, recipe, values
+
+
+def _design_masks(design: _core.Design, groups: Groups | None) -> DesignMasks:
+    """The design's coalitions as the game's masks (feature masks with groups), read in
+    chunks."""
+    return DesignMasks(design, None if groups is None else groups.expand)
+
+
+def _expand(masks: np.ndarray, groups: Groups | None) -> np.ndarray:
+    """Feature masks of player coalitions (the masks themselves without groups)."""
+    return masks if groups is None else groups.expand(masks)
+
+
+def _check_method(method: str, n: int) -> None:
+    valid = [AUTO, *_core.METHODS, *PROXY_METHODS]
+    if method not in valid:
+        raise InvalidArgumentError(
+            f"method must be one of {', '.join(map(repr, valid))}; got {method!r}"
+        )
+    if method == "exact" and n > _core.MAX_EXACT_PLAYERS:
+        raise InvalidArgumentError(
+            f"method='exact' enumerates all 2**n coalitions and supports at most "
+            f"{_core.MAX_EXACT_PLAYERS} features; got n={n}"
+        )
+
+
+def _check_budget(budget: Any, method: str, n: int) -> int:
+    value = check_int(budget, "budget", 2)
+    if method == "permutation" and value < 2 * n:
+        raise InvalidArgumentError(
+            f"budget must be at least 2n = {2 * n} for method='permutation' with n={n}, got {value}"
+        )
+    return value
+
+
+def _plan(
+    method: str,
+    n: int,
+    budget: int,
+    seed: int,
+    paired: bool,
+    streams: Sequence[int],
+    warn: bool = True,
+) -> list[_core.Design]:
+    """Plan one design per stream; warn once (if ``warn``: not for ``"auto"``, which chooses
+    enumeration knowingly) if the budget made them exact."""
+    designs = [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
+    if warn and any(design.exact_fallback for design in designs):
+        warnings.warn(
+            f"budget ≥ 2^n (budget={budget}, n={n}): computing exact Shapley values by enumeration",
+            UserWarning,
+            stacklevel=3,
+        )
+    return designs
+
+
+def _estimate(
+    designs: Sequence[_core.Design],
+    values: Sequence[np.ndarray],
+    proxy: str | None = None,
+    cross_fit: int | None = None,
+) -> list[np.ndarray]:
+    """Shapley values ``[R, n]`` per design from its values ``[m, R]``, adjusted by ``proxy``
+    (a method of :data:`PROXY_METHODS`) if given; warn on rank deficiency."""
+    values = [np.ascontiguousarray(v) for v in values]
+    phis = [design.estimate(v) for design, v in zip(designs, values, strict=True)]
+    n = designs[0].n_players
+    ranks = [design.rank() for design in designs]
+    deficient = [rank for rank in ranks if rank is not None and rank < n - 1]
+    if deficient:
+        warnings.warn(
+            f"rank-deficient design (rank {min(deficient)} < n - 1 = {n - 1}): returning the "
+            "minimum-norm solution; increase the budget for reliable values",
+            UserWarning,
+            stacklevel=3,
+        )
+    if proxy is not None:
+        phis = [
+            adjust(proxy, design, v, phi, cross_fit)
+            for design, v, phi in zip(designs, values, phis, strict=True)
+        ]
+    return phis

@@ -1,0 +1,1 @@
+"""The sketch engine: ``FourierSketch`` (SHAP zero) and its sequence codec."""
