@@ -1,17 +1,19 @@
 """pandas and polars DataFrames as model inputs: the model receives frames like the user's.
 
 A frame whose columns all share one numeric (or boolean) dtype is masked as a NumPy array by the
-compiled core, and each batch is wrapped back into a frame of the same library, column names and
+compiled core, and each batch is wrapped back into a frame of the same library, column labels and
 dtype (:meth:`FrameSchema.wrap`). Any other frame (strings, categoricals, datetimes, or numeric
 columns of different dtypes) is masked cell by cell by :class:`FrameInputs`: every column of a
 batch is gathered from that column of the background and explained rows, so each cell keeps its
-exact value and dtype.
+exact value and dtype. Either way the model's frames carry the user's column labels as given: a
+pandas model indexing ``d[0]`` (integer labels) or ``d[("a", "x")]`` (MultiIndex columns) finds
+them as in the user's frame.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,6 +50,14 @@ def _library(data: Any) -> str | None:
     return None
 
 
+def _series_library(data: Any) -> str | None:
+    """``"pandas"`` or ``"polars"`` when ``data`` is a Series of that library."""
+    module = type(data).__module__.split(".")[0]
+    if module in ("pandas", "polars") and type(data).__name__ == "Series":
+        return module
+    return None
+
+
 def is_frame(data: Any) -> bool:
     """Whether ``data`` is a pandas DataFrame or a polars DataFrame / LazyFrame.
 
@@ -76,18 +86,22 @@ class FrameSchema:
     library
         ``"pandas"`` or ``"polars"``.
     columns
-        Column names, as strings.
+        Column names, as strings (``str`` of each label: the feature names).
     dtypes
         One dtype per column, in the library's own terms.
     numeric_dtype
         The NumPy dtype shared by every column when they all hold numbers or booleans of one
         dtype (the compiled masking path), else ``None``.
+    labels
+        The column labels as the frame holds them, which the model's frames get: a pandas
+        ``Index`` (integers, tuples of a ``MultiIndex``, its level names), polars names.
     """
 
     library: str
     columns: list[str]
     dtypes: list[Any]
     numeric_dtype: np.dtype | None
+    labels: Any = field(default=None, compare=False)
 
     @classmethod
     def of(cls, frame: Any) -> FrameSchema:
@@ -97,7 +111,8 @@ class FrameSchema:
             raise InvalidTypeError(f"expected a pandas or polars DataFrame, got {type(frame)}")
         columns = [str(column) for column in frame.columns]
         dtypes = list(frame.dtypes)
-        return cls(library, columns, dtypes, _shared_numeric_dtype(library, dtypes))
+        numeric = _shared_numeric_dtype(library, dtypes)
+        return cls(library, columns, dtypes, numeric, frame.columns)
 
     @property
     def is_numeric(self) -> bool:
@@ -124,15 +139,81 @@ class FrameSchema:
                     f"{column!r} has dtype {mine}; cast them to one dtype"
                 )
 
+    def one_row(self, series: Any, name: str, reference: str) -> Any:
+        """A one-row frame of this schema (the schema of argument ``reference``) holding the
+        cells of ``series``, argument ``name``. A pandas Series is matched to the columns by its
+        labels (as ``frame.iloc[i]`` gives a row, in any order); a polars Series, which has no
+        labels, by position. Each cell is cast to its column's dtype; a cell that does not fit
+        raises :class:`InvalidTypeError` naming the column."""
+        library = _series_library(series)
+        if library == "pandas":
+            found = series.index.get_indexer(self.labels) if series.index.is_unique else None
+            if len(series) != len(self.columns) or found is None or (found < 0).any():
+                raise InvalidArgumentError(
+                    f"{name} is a pandas Series labelled {[str(label) for label in series.index]}"
+                    f"; as one row it needs one cell for each column of {reference}, labelled "
+                    f"{self.columns}",
+                    argument=name,
+                )
+            cells = series.to_numpy(dtype=object)[found]
+        else:
+            if len(series) != len(self.columns):
+                raise InvalidArgumentError(
+                    f"{name} is a {library} Series of {len(series)} cells; as one row it needs "
+                    f"one cell for each of the {len(self.columns)} columns of {reference}",
+                    argument=name,
+                )
+            cells = series.to_list()
+        return self._frame_of_cells(list(cells), name)
+
+    def _frame_of_cells(self, cells: list[Any], name: str) -> Any:
+        """The one-row frame of this schema whose cells are ``cells`` (argument ``name``)."""
+        columns = []
+        for column, cell, dtype in zip(self.columns, cells, self.dtypes, strict=True):
+            try:
+                if self.library == "pandas":
+                    import pandas as pd
+
+                    series = pd.Series([cell], dtype=dtype)
+                    # a cell outside a categorical's categories becomes a missing value
+                    fits = not series.isna().iloc[0] or bool(pd.isna(cell))
+                else:
+                    import polars as pl
+
+                    series, fits = pl.Series(column, [cell], dtype=dtype), True
+            except Exception as err:  # each library raises its own conversion errors
+                raise InvalidTypeError(
+                    f"{name} cell {cell!r} of column {column!r} does not fit its dtype {dtype}: "
+                    f"{err}",
+                    argument=name,
+                ) from err
+            if not fits:
+                raise InvalidTypeError(
+                    f"{name} cell {cell!r} of column {column!r} is not a value of its dtype "
+                    f"{dtype}",
+                    argument=name,
+                )
+            columns.append(series)
+        if self.library == "polars":
+            import polars as pl
+
+            return pl.DataFrame(columns)
+        import pandas as pd
+
+        frame = pd.concat(columns, axis=1, ignore_index=True)
+        frame.columns = self.labels
+        return frame
+
     def wrap(self, batch: np.ndarray) -> Any:
         """A frame of this schema around the 2-D array ``batch`` (no copy for pandas)."""
         if self.library == "pandas":
             import pandas as pd
 
-            return pd.DataFrame(batch, columns=self.columns, copy=False)
+            return pd.DataFrame(batch, columns=self.labels, copy=False)
         import polars as pl
 
-        return pl.from_numpy(batch, schema=self.columns, orient="row")
+        schema = dict(zip(self.columns, self.dtypes, strict=True))
+        return pl.from_numpy(batch, schema=schema, orient="row")
 
 
 def _shared_numeric_dtype(library: str, dtypes: list[Any]) -> np.dtype | None:
@@ -182,6 +263,8 @@ class FrameInputs:
         if schema.library == "pandas":
             import pandas as pd
 
+            # X's labels may be spelled differently (``"0"`` for ``0``): the background's win
+            x_rows = x_rows.set_axis(background.columns, axis=1)
             source = pd.concat([background, x_rows], ignore_index=True)
             self._labels = source.columns  # the user's labels, not their str()
             self._arrays = [_pandas_column(series) for _, series in source.items()]
@@ -302,7 +385,9 @@ def _pandas_frame(blocks: list[tuple[Any, np.ndarray]], labels: Any, rows: int) 
     try:
         from pandas.api.internals import create_dataframe_from_blocks
     except ImportError:  # pandas < 3
-        return pd.DataFrame(dict(zip(labels, _columns(blocks), strict=True)), copy=False)
+        frame = pd.DataFrame(dict(enumerate(_columns(blocks))), copy=False)
+        frame.columns = labels
+        return frame
     return create_dataframe_from_blocks(blocks, index=pd.RangeIndex(rows), columns=labels)
 
 
@@ -420,12 +505,16 @@ def read_table(data: Any, name: str) -> Table:
 def read_rows_like(data: Any, reference: Table, name: str, reference_name: str) -> Table:
     """Validate ``data`` as rows to mask against ``reference`` (the background): the same
     number of features and, when both are DataFrames, the same columns and dtypes. A NumPy
-    ``data`` is accepted against a numeric frame; a non-numeric frame needs a frame."""
+    ``data`` is accepted against a numeric frame; a non-numeric frame needs a frame. A pandas
+    or polars Series against a frame is one row (see :meth:`FrameSchema.one_row`)."""
+    if reference.schema is not None and _series_library(data) is not None:
+        data = reference.schema.one_row(data, name, reference_name)
     table = read_table(data, name)
     if reference.schema is not None and not reference.schema.is_numeric and table.schema is None:
         raise InvalidTypeError(
             f"{name} must be a {reference.schema.library} DataFrame with columns "
-            f"{reference.schema.columns} like {reference_name} (its columns are not all numbers)"
+            f"{reference.schema.columns} like {reference_name} (its columns are not all "
+            f"numbers), or one row of them as a Series"
         )
     if reference.schema is not None and table.schema is not None:
         reference.schema.check_matches(table.schema, name, reference_name)

@@ -101,8 +101,9 @@ class Explanation:
         if self.groups is not None:  # one value per group: no per-player data to show
             data, display = None, None
         else:
-            # numbers for shap's colours; the frame's own cells (strings too) for its labels
-            data = self.data if self.data.dtype.kind in "biuf" else None
+            # the explained cells (an object array with strings): shap colours each column
+            # that holds numbers; the frame's own cells label its plots
+            data = self.data
             display = None if self.frame is None else np.asarray(self.frame.to_numpy())
         return shap.Explanation(
             self.values,
