@@ -29,11 +29,12 @@ import numpy as np
 
 from ferroshap import _core, memory
 from ferroshap.backend import DEFAULT_MAX_BYTES
+from ferroshap.chunks import fingerprint
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.games import RawGame
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.interactions import Interactions, all_masks, check_index, check_order, r_squared
-from ferroshap.maskers import Masker, check_masker, player_names
+from ferroshap.maskers import Baseline, Masker, check_masker, player_names
 from ferroshap.models import resolve_model
 from ferroshap.query import QueryOptions, single_output
 from ferroshap.validation import (
@@ -442,6 +443,28 @@ class ProxySPEX:
             return phi, np.array([iv.predict(empty)[0] for iv in explained])
 
         return [f"phi_{c}" for c in columns], values
+
+    def dataset_settings(self) -> dict[str, Any]:
+        """What the values of :meth:`dataset_values` depend on besides the model and the rows,
+        recorded by :func:`ferroshap.datasets.explain_parquet` to check a resumed run: the fit's
+        settings, the masker's type and a fingerprint of a :class:`~ferroshap.maskers.Baseline`
+        masker's rows."""
+        return {
+            "engine": "ProxySPEX",
+            "budget": self.budget,
+            "seed": self.seed,
+            "max_order": self.max_order,
+            "index": self.index,
+            "n_validation": self.n_validation,
+            "proxy_params": self.proxy_params,
+            "refit_proxy": self.refit_proxy,
+            "ridge": self.ridge,
+            "groups": self.groups,
+            "masker": type(self.masker).__name__,
+            "background": (
+                fingerprint(self.masker.rows) if isinstance(self.masker, Baseline) else None
+            ),
+        }
 
     def _estimate(self, raw: RawGame, n: int, names: list[str] | None) -> Interactions:
         times: dict[str, float] = {}
