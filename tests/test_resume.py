@@ -245,8 +245,22 @@ explain_parquet(path_in, path_out, explainer, COLUMNS, keys=["id"], chunk_size={
 """
 
 
+@pytest.fixture
+def children():
+    """The test's child processes; any left running (after a failure) are killed."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for child in started:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        for pipe in (child.stdin, child.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
 @pytest.mark.slow
-def test_kill_9_at_random_moments_loses_and_duplicates_nothing(rows, tmp_path) -> None:
+def test_kill_9_at_random_moments_loses_and_duplicates_nothing(rows, tmp_path, children) -> None:
     chunk_size, timed_kills = 10, 21
     out, clean = tmp_path / "out", tmp_path / "clean"
     started = time.perf_counter()
@@ -261,12 +275,14 @@ def test_kill_9_at_random_moments_loses_and_duplicates_nothing(rows, tmp_path) -
 
     def start(hook: str = "") -> subprocess.Popen:
         """A child that imports and builds its explainer, says "ready", waits for a line."""
-        return subprocess.Popen(
+        child = subprocess.Popen(
             [sys.executable, str(script), str(rows), str(out), hook],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
         )
+        children.append(child)
+        return child
 
     def go(child: subprocess.Popen) -> None:
         """Once ``child`` is ready, let it run."""

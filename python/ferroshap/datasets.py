@@ -102,11 +102,12 @@ def explain_parquet(
     first part, ``path_out/manifest.json`` records how the parts are made: ``chunk_size``,
     ``columns``, ``keys``, the output columns, the input's size, row count and schema, and the
     explainer's settings (its ``dataset_settings()``: method, budget, seed, a fingerprint of
-    the background, ...). A rerun with the same settings skips the parts already written; a
-    rerun with other settings raises :class:`~ferroshap.InvalidArgumentError` naming what
-    differs, as does a folder holding parts without a manifest, so that parts made two ways
-    never mix. The model itself is not recorded: a rerun with another model and the same
-    settings resumes. Read the result with ``polars.scan_parquet(path_out / "*.parquet")``.
+    the background, ...; an explainer without that method is recorded by its type only). A
+    rerun with the same settings skips the parts already written; a rerun with other settings
+    raises :class:`~ferroshap.InvalidArgumentError` naming what differs, as does a folder
+    holding parts without a manifest, so that parts made two ways never mix. The model itself
+    is not recorded: a rerun with another model and the same settings resumes. Read the result
+    with ``polars.scan_parquet(path_out / "*.parquet")``.
 
     Parameters
     ----------
