@@ -70,8 +70,12 @@ def test_parquet_streaming_matches_and_resumes_after_an_interruption(table, tmp_
     interrupted = fs.Explainer(interrupting, background, budget=24, seed=7, method="leverage")
     with pytest.raises(KeyboardInterrupt):
         explain_parquet(path, out, interrupted, COLUMNS, keys=["id"], chunk_size=40)
-    # Two complete parts, and nothing half-written from the interrupted third chunk.
-    assert sorted(p.name for p in out.iterdir()) == ["part-000000.parquet", "part-000001.parquet"]
+    # The manifest, two complete parts, and nothing half-written from the interrupted third chunk.
+    assert sorted(p.name for p in out.iterdir()) == [
+        "manifest.json",
+        "part-000000.parquet",
+        "part-000001.parquet",
+    ]
 
     explain_parquet(path, out, make_explainer(), COLUMNS, keys=["id"], chunk_size=40)
     result = pl.read_parquet(out / "*.parquet").sort("id")

@@ -7,6 +7,7 @@ Every dataset output has the key columns first, then ``phi_<feature or position>
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,41 @@ from typing import Any
 import numpy as np
 
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.query.backend import to_numpy
+from ferroshap.query.frames import is_frame
 
-__all__ = ["iter_chunks", "phi_frame"]
+__all__ = ["fingerprint", "iter_chunks", "phi_frame"]
+
+
+def fingerprint(*parts: Any) -> str:
+    """A SHA-256 hex digest of the shapes, dtypes and cells of ``parts`` (arrays of any
+    library, nested lists, numbers, or pandas / polars DataFrames, whose column names count
+    too): what the dataset writers record of an explainer's background or a sketch's
+    coefficients, so that a resumed run can tell whether they changed.
+
+    Examples
+    --------
+    >>> fingerprint(np.zeros(2)) == fingerprint(np.zeros(2))
+    True
+    >>> fingerprint(np.zeros(2)) == fingerprint(np.zeros(2, dtype=np.float32))
+    False
+    """
+    digest = hashlib.sha256()
+
+    def add(array: np.ndarray) -> None:
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape};".encode())
+        digest.update(repr(array.tolist()).encode() if array.dtype.hasobject else array.tobytes())
+
+    for part in parts:
+        if is_frame(part):
+            for name in part.columns:
+                column = part[name]
+                digest.update(f"{name}:{column.dtype};".encode())
+                add(column.to_numpy())
+        else:
+            add(to_numpy(part))
+    return digest.hexdigest()
 
 
 def phi_frame(keys: Any, names: Sequence[str], phi: np.ndarray, base: Any) -> Any:

@@ -10,13 +10,14 @@ values.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ferroshap.datasets.chunks import iter_chunks, phi_frame
-from ferroshap.errors import InvalidTypeError
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import progress_bar
 from ferroshap.validation import check_int
 
@@ -24,6 +25,12 @@ __all__ = ["explain_parquet", "frame_explainer", "iter_chunks"]
 
 FrameExplainer = Callable[[Any], Any]
 """``polars.DataFrame -> polars.DataFrame``: keys, ``phi_*`` columns, ``base_value``."""
+
+MANIFEST = "manifest.json"
+"""The file in an :func:`explain_parquet` output folder that records how its parts were made."""
+
+MANIFEST_FORMAT = 1
+"""Version of the manifest's layout; a folder written with another version is not resumed."""
 
 
 def frame_explainer(
@@ -54,6 +61,13 @@ def frame_explainer(
     >>> explain(pl.DataFrame({"id": [7], "a": [1.0], "b": [2.0]})).row(0)
     (7, 1.0, 2.0, 0.0)
     """
+    return _explain_frames(explainer, columns, keys)[1]
+
+
+def _explain_frames(
+    explainer: Any, columns: Sequence[str], keys: Sequence[str]
+) -> tuple[list[str], FrameExplainer]:
+    """The output's ``phi_*`` column names and :func:`frame_explainer`'s function."""
     dataset_values = getattr(explainer, "dataset_values", None)
     if not callable(dataset_values):
         raise InvalidTypeError(
@@ -67,7 +81,7 @@ def frame_explainer(
         phi, base = values(frame)
         return phi_frame(frame.select(key_columns), names, phi, base)
 
-    return explain
+    return names, explain
 
 
 def explain_parquet(
@@ -78,26 +92,37 @@ def explain_parquet(
     *,
     keys: Sequence[str] = (),
     chunk_size: int = 10_000,
+    overwrite: bool = False,
     progress: bool = False,
 ) -> Path:
     """Explain a Parquet file chunk by chunk into a folder of Parquet parts, resumably.
 
     Chunk ``i`` (rows ``i * chunk_size`` onwards, in file order) is written to
     ``path_out/part-<i>.parquet`` through a temporary file renamed when complete, so an
-    interruption (Ctrl-C, a crash) never leaves a half-written part, and a rerun with the same
-    arguments skips the parts already written. Read the result with
-    ``polars.scan_parquet(path_out / "*.parquet")``.
+    interruption (Ctrl-C, a crash, ``kill -9``) never leaves a half-written part. Before the
+    first part, ``path_out/manifest.json`` records how the parts are made: ``chunk_size``,
+    ``columns``, ``keys``, the output columns, the input's size, row count and schema, and the
+    explainer's settings (its ``dataset_settings()``: method, budget, seed, a fingerprint of
+    the background, ...; an explainer without that method is recorded by its type only). A
+    rerun with the same settings skips the parts already written; a rerun with other settings
+    raises :class:`~ferroshap.InvalidArgumentError` naming what differs, as does a folder
+    holding parts without a manifest, so that parts made two ways never mix. The model itself
+    is not recorded: a rerun with another model and the same settings resumes. Read the result
+    with ``polars.scan_parquet(path_out / "*.parquet")``.
 
     Parameters
     ----------
     path_in
         The input Parquet file (read batch by batch).
     path_out
-        The output folder (created if needed).
+        The output folder (created if needed), used by this function alone.
     explainer, columns, keys
         As for :func:`frame_explainer`.
     chunk_size
-        Rows per chunk (and per output part). Keep it fixed between a run and its resumption.
+        Rows per chunk (and per output part).
+    overwrite
+        Delete the parts and manifest already in ``path_out`` and start over, instead of
+        resuming (or refusing different settings).
     progress
         Show a progress bar over chunks (needs tqdm).
 
@@ -109,10 +134,29 @@ def explain_parquet(
     import pyarrow.parquet as pq
 
     chunk_size = check_int(chunk_size, "chunk_size", 1)
-    explain = frame_explainer(explainer, columns, keys)
+    names, explain = _explain_frames(explainer, columns, keys)
+    dataset_settings = getattr(explainer, "dataset_settings", None)
+    parquet = pq.ParquetFile(str(path_in))
+    total = parquet.metadata.num_rows
+    settings = {
+        "format": MANIFEST_FORMAT,
+        "chunk_size": chunk_size,
+        "columns": [str(c) for c in columns],
+        "keys": [str(k) for k in keys],
+        "explainer": (
+            dataset_settings()
+            if callable(dataset_settings)
+            else {"engine": type(explainer).__qualname__}
+        ),
+        "path_in": {
+            "bytes": os.path.getsize(path_in),
+            "rows": total,
+            "schema": [f"{field.name}: {field.type}" for field in parquet.schema_arrow],
+        },
+        "output": [str(k) for k in keys] + names + ["base_value"],
+    }
     out = Path(path_out)
-    out.mkdir(parents=True, exist_ok=True)
-    total = pq.ParquetFile(str(path_in)).metadata.num_rows
+    _open_output(out, settings, overwrite)
     needed = list(dict.fromkeys([*keys, *columns]))
     bar = progress_bar(-(-total // chunk_size), progress, desc="chunks")
     try:
@@ -126,3 +170,76 @@ def explain_parquet(
     finally:
         bar.close()
     return out
+
+
+def _open_output(out: Path, settings: dict[str, Any], overwrite: bool) -> None:
+    """Make ``out`` ready for parts made with ``settings``: start it (its manifest written
+    atomically before any part), resume it when its manifest records the same settings, or
+    refuse. ``overwrite`` first deletes the parts, then the manifest, so that a crash midway
+    leaves either the old manifest over a subset of its parts or parts without a manifest
+    (refused until a rerun with ``overwrite=True``), never parts under a foreign manifest."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = out / MANIFEST
+    restart = "pass overwrite=True to start over or use another path_out"
+    if overwrite:
+        for path in [*out.glob("part-*.parquet*"), *out.glob(f"{MANIFEST}*")]:
+            path.unlink()
+    wanted = json.loads(json.dumps(settings, default=repr))  # as it reads back
+    if manifest.exists():
+        try:
+            written = json.loads(manifest.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            written = None
+        if not isinstance(written, dict):
+            raise InvalidArgumentError(
+                f"path_out: {manifest} is not a ferroshap manifest; {restart}",
+                argument="path_out",
+            )
+        differences = _differences(_flat(written), _flat(wanted))
+        if differences:
+            raise InvalidArgumentError(
+                "; ".join(
+                    f"{name}: the output folder was written with {old}, this call has {new}"
+                    for name, old, new in differences
+                )
+                + f"; {restart}",
+                argument=_blamed(differences[0][0]),
+            )
+        return
+    if any(out.glob("part-*.parquet")):
+        raise InvalidArgumentError(
+            f"path_out: {out} holds parts but no {MANIFEST} saying how they were made (written "
+            f"by an older ferroshap, or not by ferroshap); {restart}",
+            argument="path_out",
+        )
+    partial = manifest.with_suffix(".json.partial")
+    partial.write_text(json.dumps(wanted, indent=1), encoding="utf-8")
+    os.replace(partial, manifest)
+
+
+def _blamed(entry: str) -> str:
+    """The :func:`explain_parquet` argument behind a manifest entry (``explainer.budget``)."""
+    name = entry.split(".")[0]
+    return name if name in ("chunk_size", "columns", "keys", "explainer", "path_in") else "path_out"
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``settings`` with nested dicts spread into dotted names (``explainer.budget``)."""
+    flat: dict[str, Any] = {}
+    for name, value in settings.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+def _differences(written: dict[str, Any], wanted: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(name, written, wanted)`` as text for each entry that differs, those of ``wanted``
+    first; an entry missing on one side reads ``nothing``."""
+    differences = []
+    for name in dict.fromkeys([*wanted, *written]):
+        old, new = (repr(d[name]) if name in d else "nothing" for d in (written, wanted))
+        if old != new:
+            differences.append((name, old, new))
+    return differences

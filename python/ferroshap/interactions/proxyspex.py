@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
+from ferroshap.datasets.chunks import fingerprint
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
-from ferroshap.maskers.tabular import Masker, check_masker, player_names
+from ferroshap.maskers.tabular import Baseline, Masker, check_masker, player_names
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
 from ferroshap.query.games import RawGame
 from ferroshap.query.loop import QueryOptions, single_output
@@ -448,6 +449,28 @@ class ProxySPEX:
             return phi, np.array([iv.predict(empty)[0] for iv in explained])
 
         return [f"phi_{c}" for c in columns], values
+
+    def dataset_settings(self) -> dict[str, Any]:
+        """What the values of :meth:`dataset_values` depend on besides the model and the rows,
+        recorded by :func:`ferroshap.datasets.parquet.explain_parquet` to check a resumed run: the
+        fit's settings, the masker's type and a fingerprint of a
+        :class:`~ferroshap.maskers.Baseline` masker's rows."""
+        return {
+            "engine": "ProxySPEX",
+            "budget": self.budget,
+            "seed": self.seed,
+            "max_order": self.max_order,
+            "index": self.index,
+            "n_validation": self.n_validation,
+            "proxy_params": self.proxy_params,
+            "refit_proxy": self.refit_proxy,
+            "ridge": self.ridge,
+            "groups": self.groups,
+            "masker": type(self.masker).__name__,
+            "background": (
+                fingerprint(self.masker.rows) if isinstance(self.masker, Baseline) else None
+            ),
+        }
 
     def _estimate(self, raw: RawGame, n: int, names: list[str] | None) -> Interactions:
         times: dict[str, float] = {}

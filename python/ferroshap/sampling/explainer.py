@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
+from ferroshap.datasets.chunks import fingerprint
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.maskers.tabular import Masker, check_masker, player_names
@@ -311,6 +312,25 @@ class Explainer:
             return explanation.values, explanation.base_values
 
         return [f"phi_{p}" for p in players], values
+
+    def dataset_settings(self) -> dict[str, Any]:
+        """What the values of :meth:`dataset_values` depend on besides the model and the rows,
+        recorded by :func:`ferroshap.datasets.parquet.explain_parquet` to check a resumed run: the
+        estimator's settings, the players and a fingerprint of the background."""
+        assert self._table is not None, "dataset_values refuses a masker"
+        return {
+            "engine": "Explainer",
+            "method": self.method,
+            "budget": self.budget,
+            "seed": self.seed,
+            "paired": self.paired,
+            "per_row_design": self.per_row_design,
+            "link": self.link,
+            "cross_fit": self.cross_fit,
+            "players": self.feature_names,
+            "groups": None if self.groups is None else self.groups.members,
+            "background": fingerprint(self._table.values),
+        }
 
     def _column_names(self, table: Table) -> list[str]:
         """Names of the model's input columns, for the groups of a result."""

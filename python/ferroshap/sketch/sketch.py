@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.datasets.chunks import iter_chunks, phi_frame
+from ferroshap.datasets.chunks import fingerprint, iter_chunks, phi_frame
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_finite, check_outputs
 from ferroshap.query.loop import QueryOptions, query, single_output, units_per_call
@@ -411,6 +411,19 @@ class FourierSketch:
             return explanation.values, explanation.base_values
 
         return [f"phi_{i}" for i in range(self.length)], values
+
+    def dataset_settings(self) -> dict[str, Any]:
+        """What the values of :meth:`dataset_values` depend on besides the rows, recorded by
+        :func:`ferroshap.datasets.parquet.explain_parquet` to check a resumed run: the alphabet, the
+        length and a fingerprint of the coefficients."""
+        return {
+            "engine": "FourierSketch",
+            "alphabet": list(self._codec.letters),
+            "length": self.length,
+            "coefficients": fingerprint(
+                self.keys, self._spectrum.real(), self._spectrum.imag(), self.mean
+            ),
+        }
 
     # ---- persistence --------------------------------------------------------------------
 
