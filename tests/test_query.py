@@ -139,37 +139,38 @@ def test_torch_modules_get_tensors_on_their_device(data) -> None:
 def test_unknown_keywords_and_positional_extras_are_refused() -> None:
     with pytest.raises(TypeError):
         fs.Explainer(Counting(), np.zeros((1, N)), bach_size=3)  # type: ignore[call-arg]
-    with pytest.raises(InvalidTypeError, match="positional arguments"):
+    with pytest.raises(TypeError, match="positional argument"):
         fs.maskers.Baseline(np.zeros((1, N)), 2**20, 3)  # type: ignore[misc]
 
 
-def test_old_spellings_warn_and_still_work(data) -> None:
-    background, X = data
+def test_options_by_position_and_old_names_are_refused() -> None:
     weights = np.arange(1.0, N + 1.0)
     game = lambda masks: masks @ weights  # noqa: E731
-    with pytest.warns(DeprecationWarning, match="by position"):
-        phi = fs.shapley_values(game, N, "exact")
-    np.testing.assert_allclose(phi, weights, atol=1e-12)
-    with pytest.warns(DeprecationWarning, match=r"n=\.\.\."):
-        np.testing.assert_allclose(fs.shapley_values(game, n=N, method="exact"), phi)
-    with pytest.warns(DeprecationWarning, match="by position"):
-        ex = fs.Explainer(Counting(), background, "exact", 64, True, 0)(X)
-    assert ex.method == "exact"
-    with pytest.warns(DeprecationWarning, match="n_features"):
-        assert fs.Explainer(Counting(), background).n_features == N
-    with pytest.warns(DeprecationWarning, match=r"n=\.\.\."):
-        assert fs.ProxySPEX(game, n=N).n_players == N
-    with pytest.warns(DeprecationWarning, match="ProxySPEX.n is deprecated"):
-        assert fs.ProxySPEX(game, N).n == N
-    with pytest.warns(DeprecationWarning, match=r"length=\.\.\."):
-        fs.FourierSketch.fit(lambda s: [1.0] * len(s), length=3, alphabet="AC", budget=100)
-    with pytest.warns(DeprecationWarning, match="by position"):
-        assert fs.maskers.Tokens(0, 8).options.batch_size == 8
-    iv = fs.exact_interactions(game, N, index="SV")
-    with pytest.warns(DeprecationWarning, match="baseline_value is deprecated"):
-        assert iv.baseline_value == iv.base_values[0] == 0.0
-    with pytest.raises(InvalidTypeError, match="twice"):
-        fs.shapley_values(game, N, "exact", method="exact")  # type: ignore[misc]
+    background = np.zeros((1, N))
+    for call in (
+        lambda: fs.shapley_values(game, N, "exact"),
+        lambda: fs.shapley_values(game, n=N, method="exact"),
+        lambda: fs.Explainer(Counting(), background, "exact"),
+        lambda: fs.maskers.Tokens(0, 8),
+        lambda: fs.exact_interactions(game, N, "SV"),
+    ):
+        with pytest.raises(TypeError):
+            call()
+    assert not hasattr(fs.Explainer(Counting(), background), "n_features")
+    assert not hasattr(fs.exact_interactions(game, N, index="SV"), "baseline_value")
+
+
+def test_the_designs_spellings_of_the_player_count() -> None:
+    weights = np.arange(1.0, N + 1.0)
+    game = lambda masks: masks @ weights  # noqa: E731
+    assert fs.ProxySPEX(game, n=N).n_players == N
+    with pytest.raises(InvalidTypeError, match="same argument") as raised:
+        fs.ProxySPEX(game, N, n=N)
+    assert raised.value.argument == "n_players"
+    sketch = fs.FourierSketch.fit(lambda s: [1.0] * len(s), length=3, alphabet="AC", budget=100)
+    assert sketch.n_players == 3
+    with pytest.raises(InvalidTypeError, match="alphabet"):
+        fs.FourierSketch.fit(len, 3, budget=100)
 
 
 FRESH_COPIES = """

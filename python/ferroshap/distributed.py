@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ferroshap.datasets.parquet import frame_explainer
-from ferroshap.validation import deprecated_spellings
 
 __all__ = ["explain_ray"]
 
@@ -41,7 +40,6 @@ class _ExplainActor:
         return self._explain(frame).to_arrow()
 
 
-@deprecated_spellings(renamed={"batch_size": "rows_per_batch"})
 def explain_ray(
     dataset: Any,
     explainer_factory: Callable[[], Any],

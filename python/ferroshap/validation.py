@@ -1,13 +1,9 @@
-"""Validation of the scalar arguments every explainer takes (counts, budgets, seeds), and the
-one-release aliases of their old spellings."""
+"""Validation of the scalar arguments every explainer takes (counts, budgets, seeds)."""
 
 from __future__ import annotations
 
-import functools
-import inspect
 import numbers
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -19,8 +15,8 @@ __all__ = [
     "check_int",
     "check_int_seed",
     "check_seed",
-    "deprecated_spellings",
     "draw_seed",
+    "one_spelling",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,63 +71,18 @@ def check_int_seed(engine: Any) -> None:
         )
 
 
-def deprecated_spellings(
-    positional: Sequence[str] = (), renamed: Mapping[str, str] | None = None
-) -> Callable[[F], F]:
-    """Accept, for one release, the old spellings of a function's arguments, each with a
-    ``DeprecationWarning``: extra positional arguments (taken as ``positional``, in order) and
-    old keyword names (``renamed``: old name → new name).
+def one_spelling(value: Any, name: str, synonym: Any, synonym_name: str) -> Any:
+    """The value of an argument that has a second name (``ProxySPEX(n=)``,
+    ``FourierSketch.fit(length=)``): ``synonym`` when only it is given, else ``value``.
 
-    Examples
-    --------
-    >>> import warnings
-    >>> @deprecated_spellings(positional=["budget"], renamed={"n": "n_players"})
-    ... def f(game, *, n_players=1, budget=2):
-    ...     return n_players, budget
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     f(None, 8, n=3)
-    (3, 8)
+    >>> one_spelling(None, "n_players", 8, "n")
+    8
     """
-    renamed = dict(renamed or {})
-
-    def decorate(function: F) -> F:
-        parameters = inspect.signature(function).parameters.values()
-        n_positional = sum(p.kind is p.POSITIONAL_OR_KEYWORD for p in parameters)
-        name = function.__qualname__.replace(".__init__", "")
-
-        @functools.wraps(function)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            extra = args[n_positional:]
-            if len(extra) > len(positional):
-                raise InvalidTypeError(
-                    f"{name}() takes {n_positional} positional arguments but {len(args)} were "
-                    "given; pass the others as keywords"
-                )
-            moved: dict[str, Any] = dict(zip(positional, extra, strict=False))
-            old_names = [key for key in kwargs if key in renamed]
-            twice = sorted(
-                {renamed[old] for old in old_names} & (set(moved) | set(kwargs))
-                | set(moved) & set(kwargs)
-            )
-            if twice:
-                raise InvalidTypeError(f"{name}() got {', '.join(twice)} twice")
-            if extra:
-                _warn(f"passing {', '.join(moved)} to {name}() by position")
-            for old in old_names:
-                _warn(f"{name}({old}=...), now {renamed[old]}=...,")
-                moved[renamed[old]] = kwargs.pop(old)
-            return function(*args[:n_positional], **kwargs, **moved)
-
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
-
-
-def _warn(what: str) -> None:
-    warnings.warn(
-        f"{what} is deprecated and will be removed in the next release; use the keyword "
-        "arguments of the documented signature",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+    if synonym is None:
+        return value
+    if value is not None:
+        raise InvalidTypeError(
+            f"{name} and {synonym_name} are the same argument; pass one of them",
+            argument=name,
+        )
+    return synonym

@@ -47,8 +47,8 @@ from ferroshap.validation import (
     check_int,
     check_int_seed,
     check_seed,
-    deprecated_spellings,
     draw_seed,
+    one_spelling,
 )
 
 __all__ = ["DEFAULT_PROXY_PARAMS", "ProxySPEX", "proxy_learning_rate", "proxy_threads"]
@@ -218,8 +218,9 @@ class ProxySPEX:
         Without ``masker``: a game ``game(masks: bool[k, n]) -> float[k]`` on ``n`` players.
         With ``masker``: a model (callable, or an object with ``predict``) that the masker turns
         into a game for each explained input.
-    n_players
-        Number of players of a raw game (required without ``masker``, ignored with one).
+    n_players, n
+        Number of players of a raw game (required without ``masker``, ignored with one):
+        either name, not both.
     masker
         ``fs.maskers.Baseline(rows)`` for tabular models, ``fs.maskers.Tokens(mask_id)`` for
         token-id sequence models, ``fs.maskers.Text()`` for models of text (players are
@@ -285,24 +286,12 @@ class ProxySPEX:
     n_validation: int
     proxy_params: dict[str, Any]
 
-    @deprecated_spellings(
-        positional=[
-            "masker",
-            "budget",
-            "max_order",
-            "index",
-            "seed",
-            "validation_fraction",
-            "proxy_params",
-            "feature_names",
-        ],
-        renamed={"n": "n_players"},
-    )
     def __init__(
         self,
         game_or_model: Any,
         n_players: int | None = None,
         *,
+        n: int | None = None,
         masker: Masker | None = None,
         budget: int = 2000,
         seed: int | np.random.Generator = 0,
@@ -326,6 +315,7 @@ class ProxySPEX:
                 raise InvalidTypeError(
                     f"{name} must be True, False or None, got {type(flag).__name__}"
                 )
+        n_players = one_spelling(n_players, "n_players", n, "n")
         self.refit_proxy = refit_proxy
         self.ridge = ridge
         if max_memory is not None:
@@ -422,14 +412,6 @@ class ProxySPEX:
                 feature_names=names,
             )
         return self._estimate(raw, n, names)
-
-    @property
-    def n(self) -> int | None:
-        """Deprecated spelling of :attr:`n_players`."""
-        warnings.warn(
-            "ProxySPEX.n is deprecated; use ProxySPEX.n_players", DeprecationWarning, stacklevel=2
-        )
-        return self.n_players
 
     def dataset_values(
         self, columns: list[str]

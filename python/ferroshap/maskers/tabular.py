@@ -20,7 +20,6 @@ from ferroshap.query.frames import frame_model, read_rows_like, read_table
 from ferroshap.query.games import TabularGame
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.models import as_model_function
-from ferroshap.validation import deprecated_spellings
 
 GameFunction = Callable[[np.ndarray], np.ndarray]
 
@@ -80,7 +79,6 @@ class Baseline:
     (array([2.]), 3)
     """
 
-    @deprecated_spellings(positional=["max_bytes"])
     def __init__(
         self,
         rows: Any,
@@ -159,7 +157,6 @@ class Tokens:
     (array([1.]), 3)
     """
 
-    @deprecated_spellings(positional=["batch_size", "max_bytes"])
     def __init__(
         self,
         mask_id: int,

@@ -8,7 +8,6 @@ values and faithfulness use every selected term, not only the truncated ``values
 from __future__ import annotations
 
 import numbers
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ from ferroshap.groups import read_groups
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
 from ferroshap.query.games import RawGame
 from ferroshap.query.loop import QueryOptions, single_output
-from ferroshap.validation import check_int, deprecated_spellings
+from ferroshap.validation import check_int
 
 __all__ = ["INDICES", "PLOT_KINDS", "Interactions", "exact_interactions"]
 
@@ -72,8 +71,7 @@ class Interactions:
         their value; exact zeros dropped. Keys are ordered by size, then players.
     base_values : numpy.ndarray
         ``[v(∅)]``, shape ``(1,)`` like every result's ``base_values``; for FBII its own
-        empty-set value, as shapiq reports it. (``baseline_value``, the float, is a deprecated
-        alias.)
+        empty-set value, as shapiq reports it.
     index : str
         One of :data:`INDICES`.
     max_order : int
@@ -136,16 +134,6 @@ class Interactions:
     def __len__(self) -> int:
         """Number of non-zero values."""
         return len(self.values)
-
-    @property
-    def baseline_value(self) -> float:
-        """Deprecated: ``base_values[0]``, the empty coalition's value."""
-        warnings.warn(
-            "Interactions.baseline_value is deprecated; use Interactions.base_values[0]",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return float(self.base_values[0])
 
     def __repr__(self) -> str:
         return (
@@ -400,7 +388,6 @@ def all_masks(n: int) -> np.ndarray:
     return (np.arange(2**n)[:, None] >> np.arange(n)) & 1 == 1
 
 
-@deprecated_spellings(positional=["index", "max_order"], renamed={"n": "n_players"})
 def exact_interactions(
     game: Callable[[np.ndarray], Any],
     n_players: int,

@@ -30,29 +30,10 @@ from ferroshap.validation import (
     check_int,
     check_int_seed,
     check_seed,
-    deprecated_spellings,
     draw_seed,
 )
 
 __all__ = ["Explainer", "shapley_values"]
-
-_LEGACY_POSITIONAL = [
-    "method",
-    "budget",
-    "paired",
-    "seed",
-    "batch_size",
-    "feature_names",
-    "progress",
-    "per_row_design",
-    "max_bytes",
-    "model_output",
-    "link",
-    "output_index",
-    "cross_fit",
-]
-"""The order in which ``Explainer`` took its arguments by position before they became
-keyword-only (accepted for one release with a ``DeprecationWarning``)."""
 
 
 class Explainer:
@@ -162,7 +143,6 @@ class Explainer:
     True
     """
 
-    @deprecated_spellings(positional=_LEGACY_POSITIONAL)
     def __init__(
         self,
         model: Any,
@@ -268,16 +248,6 @@ class Explainer:
                 "masker's player_names(x))"
             )
         return self._table.n_columns if self.groups is None else self.groups.n_players
-
-    @property
-    def n_features(self) -> int:
-        """Deprecated spelling of :attr:`n_players`."""
-        warnings.warn(
-            "Explainer.n_features is deprecated; use Explainer.n_players",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.n_players
 
     def dataset_values(
         self, columns: list[str]
@@ -531,9 +501,6 @@ def _linked(function: Callable[[np.ndarray], Any], link: str) -> Callable[[np.nd
     return lambda masks: apply_link(np.asarray(function(masks), dtype=np.float64), link)
 
 
-@deprecated_spellings(
-    positional=["method", "budget", "seed", "paired", "cross_fit"], renamed={"n": "n_players"}
-)
 def shapley_values(
     game: Callable[[np.ndarray], Any],
     n_players: int,

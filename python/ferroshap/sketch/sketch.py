@@ -25,7 +25,7 @@ from ferroshap.query.loop import QueryOptions, query, single_output, units_per_c
 from ferroshap.query.models import resolve_model
 from ferroshap.results.explanation import Explanation
 from ferroshap.sketch.codec import SequenceCodec, SequenceInteractions
-from ferroshap.validation import Seed, check_int, check_seed, deprecated_spellings, draw_seed
+from ferroshap.validation import Seed, check_int, check_seed, draw_seed, one_spelling
 
 __all__ = ["FORMAT_VERSION", "MAGIC", "FourierSketch", "SequenceInteractions"]
 
@@ -65,13 +65,13 @@ class FourierSketch:
     # ---- building -----------------------------------------------------------------------
 
     @classmethod
-    @deprecated_spellings(positional=["budget", "seed", "input"], renamed={"length": "n_players"})
     def fit(
         cls,
         model: Any,
-        n_players: int,
-        alphabet: str | Sequence[str],
+        n_players: int | None = None,
+        alphabet: str | Sequence[str] | None = None,
         *,
+        length: int | None = None,
         budget: int,
         seed: Seed = 0,
         batch_size: int | None = None,
@@ -90,8 +90,8 @@ class FourierSketch:
         model
             A callable (or an object with ``predict``) on a batch of sequences returning one
             float per sequence (``[k]`` or ``[k, 1]``).
-        n_players
-            Sequence length ``n`` (the players are the positions).
+        n_players, length
+            Sequence length ``n`` (the players are the positions): either name, not both.
         alphabet
             The letters, e.g. ``"ACGT"``; code ``i`` is ``alphabet[i]``. ``q = len(alphabet)``.
         budget
@@ -122,6 +122,12 @@ class FourierSketch:
         FourierSketch
         """
         predict = resolve_model(model, model_output, output_index)
+        n_players = one_spelling(n_players, "n_players", length, "length")
+        if n_players is None or alphabet is None:
+            missing = "n_players (the sequence length)" if n_players is None else "alphabet"
+            raise InvalidTypeError(
+                f"FourierSketch.fit() needs {missing}", argument=missing.split()[0]
+            )
         length = check_int(n_players, "n_players", 1)
         codec = SequenceCodec(alphabet, length)
         budget = check_int(budget, "budget", 1)
