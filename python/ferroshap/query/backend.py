@@ -118,11 +118,15 @@ class ArrayBackend:
             return np.asarray(array, dtype=dtype)
         return self.xp.asarray(array, dtype=dtype, device=self.device)
 
+    @property
+    def on_host(self) -> bool:
+        """Whether arrays of this backend live in host memory (NumPy, or a CPU device)."""
+        return self.is_numpy or "cpu" in str(self.device).lower()
+
     def chunk_bytes(self, max_bytes: int) -> int:
         """Bytes of masked inputs per model call: cache-sized on a CPU, as much as ``max_bytes``
         and a share of the free memory allow on an accelerator."""
-        on_cpu = self.is_numpy or "cpu" in str(self.device).lower()
-        if on_cpu:
+        if self.on_host:
             return min(max_bytes, CPU_CHUNK_BYTES)
         free = self.free_bytes()
         return max_bytes if free is None else min(max_bytes, free // DEVICE_MEMORY_SHARE)

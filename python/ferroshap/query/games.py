@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core
+from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.query.backend import ArrayBackend, check_outputs, check_outputs_shape
 from ferroshap.query.frames import FrameInputs, FrameSchema, is_frame
@@ -279,12 +279,7 @@ class TabularGame:
             float64 values, ``k = 1`` for a model returning ``[batch]``.
         """
         n_pairs = len(masks) * self.n_rows if rows is None else len(masks)
-        per_call = units_per_call(
-            self._options,
-            unit_bytes=self._n_background * self.n_players * self._inputs.itemsize,
-            unit_rows=self._n_background,
-            chunk_bytes=self._backend.chunk_bytes(self._options.max_bytes),
-        )
+        per_call = self.pairs_per_call()
         if isinstance(self._inputs, _HostInputs):  # the only inputs that read masks in chunks
             self._inputs.prepare(masks, rows)
         else:
@@ -298,6 +293,39 @@ class TabularGame:
             unit_rows=self._n_background,
         )
         return apply_link(out, self._link).reshape(len(masks), -1)
+
+    def pairs_per_call(self) -> int:
+        """(coalition, explained row) pairs per model call of :meth:`evaluate`: ``batch_size``
+        model rows, or as many as
+        :meth:`~ferroshap.query.backend.ArrayBackend.chunk_bytes` allows."""
+        return units_per_call(
+            self._options,
+            unit_bytes=self._n_background * self.n_players * self._inputs.itemsize,
+            unit_rows=self._n_background,
+            chunk_bytes=self._backend.chunk_bytes(self._options.max_bytes),
+        )
+
+    def query_bytes(self, n_pairs: int) -> dict[str, int]:
+        """Host memory of the largest model call :meth:`evaluate` makes on ``n_pairs``
+        (coalition, row) pairs, in bytes by buffer (see :mod:`ferroshap.memory`): the chunk's
+        masks (as read from a design, and their feature masks), the pair indices, the masked
+        inputs with as much again for what the model allocates on them (none on an
+        accelerator: they live in its memory) and the model's outputs with their float64 copy
+        and finiteness check. The whole masks and the values of every pair are the caller's."""
+        pairs = min(n_pairs, self.pairs_per_call())
+        model_rows = pairs * self._n_background
+        k = int(np.prod(self.output_shape, dtype=np.int64))
+        on_host = self._backend.on_host
+        return {
+            "masks chunk": 2 * (pairs // self.n_rows + 2) * self.n_players,
+            "pair indices": 4 * pairs * memory.FLOAT,
+            "model input chunk": (
+                memory.MODEL_FACTOR * model_rows * self.n_players * self._inputs.itemsize
+                if on_host
+                else 0
+            ),
+            "model output chunk": 3 * model_rows * k * memory.FLOAT if on_host else 0,
+        }
 
     def _call(self, batch: Any) -> Any:
         """The model on ``batch``; an error it raises on a DataFrame gets a note naming the
@@ -401,15 +429,30 @@ class RawGame:
             def chunk(a: int, b: int) -> np.ndarray:
                 return whole[a:b]
 
-        per_call = units_per_call(self._options, unit_bytes=self.n_players, unit_rows=1)
         values = query(
             len(masks),
-            per_call,
+            self.coalitions_per_call(),
             lambda a, b: self._chunk_values(chunk(a, b)),
             progress=self._options.progress,
             desc="coalitions",
         )
         return values.reshape(len(masks), -1)
+
+    def coalitions_per_call(self) -> int:
+        """Coalitions per call of the game in :meth:`evaluate`: ``batch_size``, or as many as
+        ``max_bytes`` of masks allow."""
+        return units_per_call(self._options, unit_bytes=self.n_players, unit_rows=1)
+
+    def query_bytes(self, n_coalitions: int, outputs: int = 1) -> dict[str, int]:
+        """Host memory of the largest call :meth:`evaluate` makes on ``n_coalitions`` coalitions
+        of a design, in bytes by buffer (see :mod:`ferroshap.memory`): the chunk's masks as read
+        from the design and as the game's (feature) masks, as much again for what the game
+        allocates on them, and ``outputs`` values per coalition with their float64 copy."""
+        chunk = min(n_coalitions, self.coalitions_per_call())
+        return {
+            "masks chunk": (1 + memory.MODEL_FACTOR) * chunk * self.n_players,
+            "game output chunk": 3 * chunk * outputs * memory.FLOAT,
+        }
 
     def _chunk_values(self, masks: np.ndarray) -> np.ndarray:
         values = check_outputs(self._fn(masks), len(masks), "game")

@@ -137,7 +137,18 @@ class FourierSketch:
             raise InvalidArgumentError(f"input must be 'str' or 'codes', got {input!r}")
         offsets = check_int(offsets, "offsets", 1)
         options = QueryOptions.checked(batch_size, max_bytes, progress)
-        estimate = memory.sketch_estimate(length, budget, options.max_bytes)
+        per_call = units_per_call(
+            options, unit_bytes=length * (4 if input == "str" else 1), unit_rows=1
+        )
+        chunk = min(budget, per_call)
+        # a chunk's strings (code points, then str objects) or its codes as int64 for torch,
+        # as much again for what the model allocates on them, and its outputs
+        sequence_bytes = 5 * length + 64 if input == "str" else 8 * length
+        query_bytes = {
+            "model input chunk": memory.MODEL_FACTOR * chunk * sequence_bytes,
+            "model output chunk": 3 * chunk * memory.FLOAT,
+        }
+        estimate = memory.sketch_estimate(length, budget, query_bytes)
         memory.check("FourierSketch.fit", estimate, max_memory, length=length, budget=budget)
         seed_value = draw_seed(check_seed(seed))
         started = time.perf_counter()
@@ -157,9 +168,6 @@ class FourierSketch:
             values = check_outputs(outputs, len(batch), "model").reshape(len(batch), -1)
             return single_output(values, "model", "sequence")[:, None]
 
-        per_call = units_per_call(
-            options, unit_bytes=length * (4 if input == "str" else 1), unit_rows=1
-        )
         values = query(
             len(queries), per_call, chunk_values, progress=options.progress, desc="sketch queries"
         )[:, 0]
