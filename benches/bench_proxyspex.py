@@ -1,4 +1,4 @@
-"""ProxySPEX: ferroshap against shapiq.ProxySPEX on the same game and budget (issue 4 §7).
+"""ProxySPEX: ferroshap against shapiq.ProxySPEX on the same game and budget (issue 4).
 
 Game: sum of 40 unanimity terms of order 1-4 on n = 64 players, Gaussian noise with
 sigma = 0.05 std(v) over uniform masks. Reported per implementation and budget: wall time (game

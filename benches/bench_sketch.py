@@ -1,6 +1,6 @@
 """Benchmark of the SHAP zero sketch (``fs.FourierSketch``): records, never asserts.
 
-Cases (issue 3 §5, on random exactly sparse q-ary functions, q = 4):
+Cases (issue 3, on random exactly sparse q-ary functions, q = 4):
 
 1. *reference*: n = 20, 50 conjugate pairs of degree 1-3 (≈ 100 coefficients) at budget
    12 096 (shapzero 0.0.4's sketch query count on this kind of function): queries used, sketch

@@ -1,4 +1,4 @@
-//! Closed-form games shared by the integration tests (test oracles, spec §9).
+//! Closed-form games shared by the integration tests (test oracles).
 
 #![allow(dead_code)]
 

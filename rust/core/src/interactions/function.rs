@@ -1,5 +1,5 @@
 //! Sparse set functions: a few coefficients on subsets of players, in the Fourier (Walsh–Hadamard)
-//! or the Möbius basis (spec proxyspex §1).
+//! or the Möbius basis (docs/proxyspex.md, "Conventions").
 //!
 //! - Fourier: `f(x) = Σ_K F(K) (−1)^{|K ∩ x|}`.
 //! - Möbius: `f(x) = Σ_S m(S) [S ⊆ x]`.

@@ -1,5 +1,6 @@
-//! Interaction indices from sparse set functions (spec proxyspex §7): Fourier ↔ Möbius and
-//! Möbius → SV, BV, SII, BII, k-SII, STII, FSII, FBII, each with its exact closed form.
+//! Interaction indices from sparse set functions (docs/proxyspex.md, "Interaction indices"):
+//! Fourier ↔ Möbius and Möbius → SV, BV, SII, BII, k-SII, STII, FSII, FBII, each with its exact
+//! closed form.
 //!
 //! Every index is linear in the Möbius coefficients and, for a Möbius key `S` of size `s`, puts
 //! a weight `w(s, t)` on each subset `T ⊆ S` of size `t ≤ k` (the explanation order), so a
@@ -379,7 +380,7 @@ mod tests {
 
     #[test]
     fn k_sii_is_aggregated_once() {
-        // Spec §10.1: m(0) = 1, m(0,1) = 0.8 → k-SII(0) = 1.4 − 0.5·0.8 = 1.0 at order 2.
+        // m(0) = 1, m(0,1) = 0.8 → k-SII(0) = 1.4 − 0.5·0.8 = 1.0 at order 2.
         let f = moebius(2, &[(&[0], 1.0), (&[0, 1], 0.8)]);
         let i = interactions(&f, Index::KSII, 2).unwrap();
         assert!((value(&i, &[0]) - 1.0).abs() < 1e-15);

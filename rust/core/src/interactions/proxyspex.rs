@@ -1,4 +1,4 @@
-//! ProxySPEX planning and support selection (spec proxyspex §3, §6, §14).
+//! ProxySPEX planning and support selection (docs/proxyspex.md, steps 1 and 5).
 //!
 //! - [`plan_masks`]: distinct uniform random coalitions from a seed, ∅ and N first.
 //! - [`select_support`]: from a proxy's exact spectrum, how many of the largest coefficients in
@@ -244,7 +244,7 @@ fn independent(keys: &[Key], r: &Mat<f64>) -> Vec<Key> {
         .collect()
 }
 
-/// Chooses the support size of the surrogate (spec proxyspex §6, §14).
+/// Chooses the support size of the surrogate (docs/proxyspex.md, step 5).
 ///
 /// Keys of the proxy `spectrum` are ranked by |coefficient| in `basis` (∅ always kept as the
 /// intercept). For each support size `k` on a geometric grid up to

@@ -63,7 +63,7 @@ impl ProperRows {
     }
 }
 
-/// The minimum-norm projected weighted least-squares operator (spec §3 (B), §5.3):
+/// The minimum-norm projected weighted least-squares operator (docs/estimators.md, docs/solver.md):
 /// `φ = α 1 + P (diag(√ω) Z P)⁺ diag(√ω) (v − v0 − α s)`, through a thin SVD with a relative rank
 /// cutoff of `max(m, n) · ε · σ_max`.
 pub fn regression_operator(design: &Design, proper: &ProperRows) -> Result<LinearOperator> {
@@ -113,7 +113,8 @@ pub fn regression_operator(design: &Design, proper: &ProperRows) -> Result<Linea
     })
 }
 
-/// The matrix–vector operator (spec §5.2): `φ_i = α + Σ_S n ω_S (z_i − s/n)(v(S) − v0 − α s)`.
+/// The matrix–vector operator (docs/estimators.md, `unbiased`):
+/// `φ_i = α + Σ_S n ω_S (z_i − s/n)(v(S) − v0 − α s)`.
 pub fn matrix_vector_operator(design: &Design) -> Result<LinearOperator> {
     let n = design.n_players;
     let proper = ProperRows::of(design)?;

@@ -1,5 +1,5 @@
-//! With-replacement designs (KernelSHAP, spec §4.2–4.3): sizes whose expected draws cover their
-//! whole layer are enumerated (the border trick), the rest is drawn i.i.d. from the size
+//! With-replacement designs (KernelSHAP, docs/estimators.md): sizes whose expected draws cover
+//! their whole layer are enumerated (the border trick), the rest is drawn i.i.d. from the size
 //! distribution restricted to the remaining sizes, and weighted by draw counts.
 
 use rand::distr::weighted::WeightedIndex;

@@ -1,6 +1,6 @@
-//! Without-replacement designs (LeverageSHAP style, spec §4.4): per-size inclusion probabilities
-//! from one constant `c`, deterministic per-size counts that hit the budget exactly, distinct
-//! uniform subsets within each size, optional pairing with complements.
+//! Without-replacement designs (LeverageSHAP style, docs/estimators.md): per-size inclusion
+//! probabilities from one constant `c`, deterministic per-size counts that hit the budget exactly,
+//! distinct uniform subsets within each size, optional pairing with complements.
 
 use rand::Rng;
 

@@ -1,5 +1,5 @@
-//! Estimate: bin transforms, noise-robust singleton detection and peeling (spec §4–§6), with the
-//! noise threshold tuned on the held-out queries (spec §7).
+//! Estimate: bin transforms, noise-robust singleton detection and peeling, with the noise
+//! threshold tuned on the held-out queries (docs/sketch.md, "Recovering the spectrum").
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -183,7 +183,7 @@ impl<'a> Transformed<'a> {
             .collect()
     }
 
-    /// Classifies the bin with index `cj = c · bins + j` holding measurements `u` (spec §5):
+    /// Classifies the bin with index `cj = c · bins + j` holding measurements `u` (docs/sketch.md):
     /// energy test, NSO phase decoding, bin-consistency check, residual test.
     fn classify(&self, cj: usize, u: &[Complex64], cutoff: f64) -> Bin {
         let n = self.plan.params.n;

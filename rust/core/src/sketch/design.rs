@@ -1,5 +1,5 @@
 //! Plan: sketch parameters from a budget, subsampling matrices and delays from a seed, and the
-//! distinct query sequences the model is evaluated on (spec §3, §7).
+//! distinct query sequences the model is evaluated on (docs/sketch.md, "Recovering the spectrum").
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -110,8 +110,8 @@ impl SketchParams {
             .ok_or_else(overflow)
     }
 
-    /// Parameters from a budget (spec §7): a tenth of the budget (at most [`MAX_HOLDOUT`]) is
-    /// held out; the largest `b ≤ n` with [`MIN_GROUPS`] groups fits the rest; what remains buys
+    /// Parameters from a budget (docs/sketch.md): a tenth of the budget (at most [`MAX_HOLDOUT`])
+    /// is held out; the largest `b ≤ n` with [`MIN_GROUPS`] groups fits the rest; what remains buys
     /// more groups.
     pub fn from_budget(q: usize, n: usize, budget: u64, offsets: usize) -> Result<Self> {
         check_alphabet(q)?;

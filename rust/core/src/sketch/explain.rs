@@ -1,6 +1,7 @@
-//! Closed-form explanations from a sparse spectrum (spec §2): Shapley values, Möbius
-//! (all-order) and order-limited interactions under the uniform background, and Shapley values
-//! under a data background. No model call; rows run in parallel, each independently.
+//! Closed-form explanations from a sparse spectrum (docs/sketch.md, "Explanations in closed form"):
+//! Shapley values, Möbius (all-order) and order-limited interactions under the uniform background,
+//! and Shapley values under a data background. No model call; rows run in parallel, each
+//! independently.
 //!
 //! Under the uniform background `v_x(S) = Σ_{supp k ⊆ S} F[k] ω^{⟨x,k⟩}`, a sum of unanimity
 //! games, so one sequence costs `O(Σ_k deg k)`.
@@ -15,8 +16,8 @@ use crate::error::{CoreError, Result};
 use crate::interactions::indices::{bernoulli_numbers, Index};
 
 /// The interaction indices the sketch computes from each sequence's Möbius coefficients
-/// (`proxyspex.md` §7), in documentation order. At an order no smaller than the largest key
-/// degree every one of them equals the Möbius transform.
+/// (docs/proxyspex.md, "Interaction indices"), in documentation order. At an order no smaller
+/// than the largest key degree every one of them equals the Möbius transform.
 pub const SKETCH_INDICES: [Index; 4] = [Index::Moebius, Index::KSII, Index::STII, Index::FSII];
 
 /// The sketch index named `name` (shapiq's spelling), or an `index` error listing
@@ -50,7 +51,7 @@ pub struct Interactions {
 }
 
 impl Spectrum {
-    /// Shapley values `[rows × n]` of the uniform-background game (spec §2.1):
+    /// Shapley values `[rows × n]` of the uniform-background game (docs/sketch.md):
     /// `φ_i(x) = Re Σ_{k_i ≠ 0} F[k] ω^{⟨x,k⟩} / deg k`. Each row sums to `f̂(x) − F[0]`.
     pub fn shapley_values(&self, codes: &[u8]) -> Result<Vec<f64>> {
         check_codes(codes, self.n(), self.q(), "sequences")?;
@@ -71,7 +72,7 @@ impl Spectrum {
     }
 
     /// Shapley values `[rows × n]` of the data-background game
-    /// `v_x(S) = mean_r f̂(x_S, b_{r,¬S})` (spec §2.3): each key and background row give a
+    /// `v_x(S) = mean_r f̂(x_S, b_{r,¬S})` (docs/sketch.md): each key and background row give a
     /// product game `m(T) = ω^{⟨b,k⟩} Π_{j∈T} g_j` with `g_j = ω^{(x_j − b_j) k_j} − 1`, so
     /// `φ_i = Re(F[k] ω^{⟨b,k⟩} g_i Σ_s e_s(g_{D∖i}) / (s + 1))` averaged over the rows, where
     /// `e_s` are elementary symmetric polynomials (`O(deg³)` per key and row).

@@ -1,5 +1,6 @@
 //! A parser for LightGBM's model text (`Booster.model_to_string()`), restricted to what an exact
-//! transform needs: numerical splits of single-output regression models (spec proxyspex §5.3).
+//! transform needs: numerical splits of single-output regression models (docs/proxyspex.md,
+//! step 4).
 
 use rayon::prelude::*;
 

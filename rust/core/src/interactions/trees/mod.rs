@@ -1,6 +1,6 @@
-//! Tree ensembles as exact sparse spectra on 0/1 inputs (spec proxyspex §5): [`lightgbm`] parses
-//! a model's text, [`walsh`] takes the Walsh (Boolean Fourier) transform of its trees and sums
-//! them. The crate's `sketch` module holds the other transform: the q-ary sketch of SHAP zero.
+//! Tree ensembles as exact sparse spectra on 0/1 inputs (docs/proxyspex.md, step 4): [`lightgbm`]
+//! parses a model's text, [`walsh`] takes the Walsh (Boolean Fourier) transform of its trees and
+//! sums them. The crate's `sketch` module holds the other transform: the q-ary sketch of SHAP zero.
 
 pub mod lightgbm;
 mod sums;

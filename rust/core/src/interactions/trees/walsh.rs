@@ -1,5 +1,5 @@
-//! Exact Walsh (Boolean Fourier) transform of a tree ensemble on 0/1 inputs (spec proxyspex
-//! §5.2).
+//! Exact Walsh (Boolean Fourier) transform of a tree ensemble on 0/1 inputs
+//! (docs/proxyspex.md, step 4).
 //!
 //! A leaf `ℓ` with value `v` is reached when its path's distinct features `P` take the values the
 //! path fixes; that indicator is `Π_{i∈P} (1 + σ_i (−1)^{x_i})/2` with `σ_i = +1` for a path

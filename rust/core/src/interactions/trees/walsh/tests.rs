@@ -50,7 +50,7 @@ fn check_all_masks(tree: Tree, n: usize) {
 
 #[test]
 fn repeated_feature_on_a_path_uses_xor() {
-    // Spec §10.2: x0 split again inside its own x0 = 0 branch; union-based code gives 1.5.
+    // x0 split again inside its own x0 = 0 branch; union-based code gives 1.5.
     let tree = Tree {
         splits: vec![
             split(0, Child::Node(1), Child::Leaf(2)),
