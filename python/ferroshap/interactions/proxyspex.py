@@ -1,6 +1,6 @@
 """ProxySPEX: sparse interactions from a LightGBM proxy of masked model outputs.
 
-Plan → query → estimate (spec proxyspex):
+Plan → query → estimate (docs/proxyspex.md):
 
 1. **plan** (Rust): ``budget`` distinct uniform random coalitions from the seed, ∅ and N
    included; the last ``validation_fraction`` of them form the validation split.
@@ -87,41 +87,20 @@ PARALLEL_CELLS = 2**21
 """Training masks x players from which the proxy is fitted on several threads."""
 
 REFIT_PROXY_CELLS = PARALLEL_CELLS
-"""Masks x players from which the proxy is not fitted a second time, by default.
-
-The first proxy sees only the training masks, since the validation split chooses its number of
-rounds, the support sizes and the blend. A second proxy on all masks, for as many rounds scaled
-by the share of masks it gains, ranks the candidate terms better where the first one is short of
-data: the held-out R² rose by up to 0.009 on transformer text games and the Shapley error of
-noisy sums of unanimity fell by 7-26 % (docs/proxyspex.md). From this size on the first fit
-takes seconds (at 1 000 players and budget 5 000 a second one would add ~6 s to ~7 s), so the
-second is skipped; see also :data:`REFIT_PROXY_R2`."""
+"""Masks x players from which the proxy is not fitted a second time on all masks, by default
+(the second fit would take seconds there); docs/proxyspex.md, step 6."""
 
 REFIT_PROXY_R2 = 0.98
-"""Validation R² of the first proxy from which it is not fitted a second time, by default.
-
-Above it the ranking of the terms is settled: on sums of unanimity at budgets where the proxy
-reaches it, the second fit changed the Shapley error within noise (one seed of 15 worse) for
-twice the proxy's time."""
+"""Validation R² of the first proxy from which it is not fitted a second time, by default (the
+ranking of the terms is settled there); docs/proxyspex.md, step 6."""
 
 EXTREMES = 2
 """The plan's first rows: ∅ and N."""
 
 EXTREME_SD = 5.0
 """∅ or N is queried but left out of the proxy and the refits when its value lies more than
-this many standard deviations from the mean of the other planned masks' values.
-
-Uniform masks hold about half the players, and the empty and the full coalition lie far from
-all of them. Where their values do too, no surrogate of the uniform masks fits them, and as
-two ordinary rows they pulled the proxy's trees, its early stopping and the refits towards
-themselves: all-MiniLM-L6-v2 on a 72-word passage scores 0.64 in full and 0.06 fully masked
-against 0.23 ± 0.03 on uniform masks (13 and 5 standard deviations away); the surrogate fitted
-0.34 at N even so, and leaving both out raised the held-out R² of four such passages by up to
-0.029. Where they are ordinary values (the suite's tabular games and sums of unanimity lie
-within 4.3 standard deviations) they anchor the values' total, and leaving them out raised the
-Shapley error of the tabular games by up to 51 %. ``diagnostics["efficiency_gap"]`` reports
-``(v(N) - v(∅)) - (f(N) - f(∅))`` for the surrogate ``f``: the part of the game's total that
-the values, which sum to the surrogate's total, leave out."""
+this many standard deviations from the mean of the other planned values; docs/proxyspex.md,
+step 1 (``diagnostics["extremes_fitted"]`` and ``diagnostics["efficiency_gap"]`` report it)."""
 
 
 def _fitted_extremes(values: np.ndarray) -> np.ndarray:
@@ -134,12 +113,8 @@ def _fitted_extremes(values: np.ndarray) -> np.ndarray:
 
 SPARSE_RESIDUAL = 0.9
 """By default the proxy-scaled ridge replaces the sparse fit where the proxy is short of data,
-unless the sparse fit's validation residual (1 - R²) is below this share of the ridge's.
-
-The sparse fit's score is the more optimistic of the two (its support size in each basis and
-its blend are all chosen on the same validation split, the ridge's single penalty too), so a
-near tie goes to the ridge; an exactly sparse game, which the sparse fit recovers to rounding,
-keeps it. See docs/proxyspex.md for the measurements."""
+unless the sparse fit's validation residual (1 - R²) is below this share of the ridge's;
+docs/proxyspex.md, step 7."""
 
 MAX_ROUNDS = 2000
 """Most boosting rounds; early stopping after 50 rounds without validation improvement."""
@@ -158,18 +133,13 @@ SELECTION_BASES = ("Moebius", "Fourier")
 BLEND_WEIGHTS = (1.0, 0.0, 0.75, 0.25, 0.5)
 """Weights of the Möbius fit in the surrogate ``w * Moebius + (1 - w) * Fourier``; the one whose
 training-only fits score the best validation R² is kept (the first of equals, so a single basis
-wins ties). Two sparse fits on different supports err differently, and a blend of them was
-0.006-0.01 better in held-out R² on the text demo's transformer (see docs/proxyspex.md)."""
+wins ties); docs/proxyspex.md, step 5."""
 
 
 def proxy_learning_rate(n: int) -> float:
     """The proxy's learning rate for ``n`` players: 0.1 up to 128 players, 0.3 from 1 024,
-    and in between ``0.1 * (n / 128) ** 0.528`` (a power of ``n`` joining the two).
-
-    Each boosting round costs time in proportion to ``n``, and a game on more players needs
-    more rounds at a given rate: at 1 000 players and 0.1 the proxy was still improving at the
-    2 000-round cap after 43 s, while 0.3 converges in ~380 rounds with validation R² 0.99. On
-    64 players 0.1 stays clearly better at small budgets (docs/proxyspex.md), hence the rule.
+    and in between ``0.1 * (n / 128) ** 0.528`` (a power of ``n`` joining the two; why:
+    docs/proxyspex.md, step 3).
 
     Examples
     --------
@@ -190,10 +160,9 @@ def proxy_threads(cells: int) -> int:
 
     One below :data:`PARALLEL_CELLS` (small fits gain nothing from threads); else the CPUs this
     process may use that the 1-minute load average leaves idle, counting this process as one,
-    at most 8. LightGBM's OpenMP threads wait for each other many times per tree, so a thread
-    that shares its core with another busy process stalls them all: measured at 1 000 players,
-    one busy process beside the fit took it from 4.6 s to 63 s on 2 threads, and to 7.8 s on 1.
-    The trees do not depend on the thread count, so neither do the results.
+    at most 8: a thread that shares its core with a busy process stalls the others
+    (docs/proxyspex.md, step 3). The trees do not depend on the thread count, so neither do
+    the results.
 
     Examples
     --------

@@ -36,10 +36,7 @@ DEFAULT_MAX_BYTES = 256 * 2**20
 
 CPU_CHUNK_BYTES = 4 * 2**20
 """Bytes of masked inputs per model call when no ``batch_size`` is given (capped by
-``max_bytes``): small enough that building a chunk and the model reading it stay in the CPU's
-cache, large enough that per-call overhead is negligible (thousands of rows). Measured on a
-near-free NumPy model (n = 100): 2 to 4 MiB chunks ran 3 to 5 times faster end to end than
-256 MiB ones; a LightGBM model was indifferent."""
+``max_bytes``): cache-sized, yet thousands of rows per call; docs/solver.md, "Chunk size"."""
 
 DEVICE_MEMORY_SHARE = 4
 """On an accelerator with readable free memory, a chunk of masked inputs takes at most

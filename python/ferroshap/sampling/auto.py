@@ -64,12 +64,8 @@ BORDER_MAX_PLAYERS = 12
 """Up to this many players, small budgets go to the kernel's without-replacement design."""
 
 BORDER_FACTOR = 6
-"""... below ``budget = BORDER_FACTOR * n``: there the Shapley kernel's weight sits mostly on the
-border sizes (1 and n - 1), which ``"kernel-wor"`` enumerates in full, and the proxy of
-``"proxy-leverage"`` has too few pairs to learn from. From
-:func:`~ferroshap.sampling.proxy_adjusted.minimum_budget` on (with pairing) such budgets go to
-``"odd-msr"``: ``"kernel-wor"`` plus the Tree-MSR values of its odd residual (a proxy fitted on
-every sampled residual, what it misses estimated by MSR)."""
+"""... below ``budget = BORDER_FACTOR * n`` (``"odd-msr"``, or ``"kernel-wor"`` below
+:func:`~ferroshap.sampling.proxy_adjusted.minimum_budget`); docs/auto.md, "The rule"."""
 
 ODD_SPARSE_FACTOR = 40
 """From ``budget >= ODD_SPARSE_FACTOR * n`` on, ``auto`` refits the odd part on a sparse support

@@ -1,4 +1,4 @@
-"""Proxy-adjusted estimators: ``"proxy-leverage"`` and ``"tree-msr"`` (spec regression-adjusted).
+"""Proxy-adjusted estimators: ``"proxy-leverage"`` and ``"tree-msr"`` (docs/proxy-adjusted.md).
 
 Both plan a paired ``"leverage"`` design, query the game once on it and fit one LightGBM proxy
 ``f`` per explained column (row and output) to the sampled coalition values (the proxy-leverage
@@ -78,15 +78,9 @@ PROXY_PARAMS: dict[str, Any] = {
     "seed": 0,
     "verbosity": -1,
 }
-"""LightGBM parameters of the proxy: the spec's "nl31" setting (section 7) with 15 leaves.
-
-Chosen on seeds 100-119 of the breast-cancer protocol (not the seeds it is reported on): at
-budget 256 the median error ratio to plain ``leverage`` was 0.601 for nl31 with 300 rounds,
-0.588 with 15 leaves, 0.582 with 500 rounds and 0.570 with both 15 leaves and 800 rounds; more
-rounds gained little more (0.562 at 1 200) for a higher cost; ``min_data_in_leaf`` 5 or 20 and
-7 leaves were worse. ``num_threads=1`` and ``deterministic=True`` make the proxy bit-for-bit
-reproducible.
-"""
+"""LightGBM parameters of the proxy, chosen on tuning seeds (docs/proxy-adjusted.md, "How the
+proxy's settings were chosen"). ``num_threads=1`` and ``deterministic=True`` make the proxy
+bit-for-bit reproducible."""
 
 PROXY_ROUNDS = 800
 """Boosting rounds of the proxy (no early stopping: every sample is used for the fit)."""
