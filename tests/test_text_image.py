@@ -168,7 +168,7 @@ def test_text_bad_input() -> None:
     with pytest.warns(UserWarning, match="dropped instead"):
         masker = fs.maskers.Text(object(), mode="mask")
     assert masker.mode == "drop"
-    with pytest.raises(InvalidArgumentError, match="one value per masked input.*output_index"):
+    with pytest.raises(InvalidArgumentError, match=r"one value per masked input.*output_index"):
         fs.ProxySPEX(lambda texts: np.ones((len(texts), 2)), masker=fs.maskers.Text()).explain(
             PASSAGE
         )

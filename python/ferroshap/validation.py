@@ -19,7 +19,7 @@ import numpy as np
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
 __all__ = [
-    "MAX_BUDGET",
+    "BUDGET_LIMIT",
     "Seed",
     "check_callable",
     "check_choice",
@@ -40,13 +40,13 @@ Seed = int | np.random.Generator
 """A seed argument: an int in ``[0, 2**64)`` or a NumPy ``Generator``."""
 
 
-MAX_BUDGET = 2**64 - 1
-"""The largest budget (coalitions, queries) any engine plans: the core counts them in a u64."""
+BUDGET_LIMIT = 2**64
+"""Budgets (coalitions, queries) are below this: the core counts them in a u64."""
 
 
-def check_int(value: Any, name: str, minimum: int, maximum: int | None = None) -> int:
-    """``value`` as an int in ``[minimum, maximum]`` (no upper bound when ``maximum`` is
-    ``None``); a ``bool`` is refused. Errors name the argument ``name``.
+def check_int(value: Any, name: str, minimum: int, below: int | None = None) -> int:
+    """``value`` as an int of at least ``minimum`` (and below ``below`` when given); a ``bool``
+    is refused. Errors name the argument ``name``.
 
     Examples
     --------
@@ -57,8 +57,10 @@ def check_int(value: Any, name: str, minimum: int, maximum: int | None = None) -
         raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}", argument=name)
     if int(value) < minimum:
         raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}", argument=name)
-    if maximum is not None and int(value) > maximum:
-        raise InvalidArgumentError(f"{name} must be at most {maximum}, got {value}", argument=name)
+    if below is not None and int(value) >= below:
+        power = below.bit_length() - 1
+        bound = f"2**{power}" if below == 2**power and power > 10 else str(below)
+        raise InvalidArgumentError(f"{name} must be below {bound}, got {value}", argument=name)
     return int(value)
 
 

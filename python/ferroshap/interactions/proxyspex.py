@@ -38,7 +38,7 @@ from ferroshap.query.loop import QueryOptions, single_output
 from ferroshap.query.models import resolve_model
 from ferroshap.results.interactions import INDICES, Interactions, all_masks, r_squared
 from ferroshap.validation import (
-    MAX_BUDGET,
+    BUDGET_LIMIT,
     check_callable,
     check_choice,
     check_flag,
@@ -341,7 +341,7 @@ class ProxySPEX:
             self.n_players = None if n_players is None else check_int(n_players, "n_players", 1)
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.masker = masker
-        self.budget = check_int(budget, "budget", 2, MAX_BUDGET)
+        self.budget = check_int(budget, "budget", 2, BUDGET_LIMIT)
         self.max_order = check_int(max_order, "max_order", 1)
         self.index = check_choice(index, "index", INDICES)
         self.seed = check_seed(seed)

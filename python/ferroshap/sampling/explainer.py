@@ -26,7 +26,7 @@ from ferroshap.results.explanation import Explanation
 from ferroshap.sampling.auto import AUTO, Recipe, resolve
 from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit
 from ferroshap.validation import (
-    MAX_BUDGET,
+    BUDGET_LIMIT,
     Seed,
     check_callable,
     check_choice,
@@ -243,7 +243,7 @@ class Explainer:
         self.groups = None
         self.feature_names = None
         self.method = method
-        self.budget = check_int(budget, "budget", 2, MAX_BUDGET)
+        self.budget = check_int(budget, "budget", 2, BUDGET_LIMIT)
 
     @property
     def n_players(self) -> int:
@@ -647,7 +647,7 @@ def _check_method(method: str, n: int) -> None:
 
 
 def _check_budget(budget: Any, method: str, n: int) -> int:
-    value = check_int(budget, "budget", 2, MAX_BUDGET)
+    value = check_int(budget, "budget", 2, BUDGET_LIMIT)
     if method == "permutation" and value < 2 * n:
         raise InvalidArgumentError(
             f"budget must be at least 2n = {2 * n} for method='permutation' with n={n}, "

@@ -26,7 +26,7 @@ from ferroshap.query.models import resolve_model
 from ferroshap.results.explanation import Explanation
 from ferroshap.sketch.codec import SequenceCodec, SequenceInteractions
 from ferroshap.validation import (
-    MAX_BUDGET,
+    BUDGET_LIMIT,
     Seed,
     check_choice,
     check_int,
@@ -138,7 +138,7 @@ class FourierSketch:
             )
         length = check_int(n_players, "n_players", 1)
         codec = SequenceCodec(alphabet, length)
-        budget = check_int(budget, "budget", 1, MAX_BUDGET)
+        budget = check_int(budget, "budget", 1, BUDGET_LIMIT)
         check_choice(input, "input", _INPUTS)
         offsets = check_int(offsets, "offsets", 1)
         options = QueryOptions.checked(batch_size, max_bytes, progress)
