@@ -254,7 +254,7 @@ def test_image_interactions_match_enumeration() -> None:
 
 
 def test_image_bad_input() -> None:
-    with pytest.raises(InvalidArgumentError, match="exceeds the image"):
+    with pytest.raises(InvalidArgumentError, match="exceeds the 4 x 4 pixels of the image x"):
         fs.maskers.Image(5).game(pixel_sum, np.zeros((4, 4)))
     with pytest.raises(InvalidArgumentError, match="patch_size must be"):
         fs.maskers.Image((2, 0))

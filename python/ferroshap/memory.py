@@ -169,13 +169,15 @@ def sampling_estimate(
     designs: int = 1,
     solver: str = "auto",
     proxy: bool = False,
+    coalition_bytes: int | None = None,
 ) -> Estimate:
     """Peak of a sampling engine (:class:`~ferroshap.Explainer`,
     :func:`~ferroshap.shapley_values`): ``designs`` designs (one per row with
     ``per_row_design``), each with its solver, the masks (one chunk of them and of model input
     for a model; all of them for a raw game, ``max_bytes=None``), the values of
     ``rows x outputs`` games and their Shapley values; with ``proxy`` (a proxy adjustment
-    follows) also the proxy's float64 copy of the masks."""
+    follows) also the proxy's float64 copy of the masks. ``coalition_bytes``, the model input
+    of one coalition for every row, bounds the chunk of model input by all of it."""
     m = 2**n if method == "exact" else design_rows(n, budget)
     columns = rows * outputs
     # a model's masked inputs are built from one shared design a chunk at a time; a raw game
@@ -187,7 +189,9 @@ def sampling_estimate(
         phases={
             "query": {
                 "masks": designs * masks,
-                "model input chunk": 0 if max_bytes is None else MODEL_FACTOR * max_bytes,
+                "model input chunk": 0
+                if max_bytes is None
+                else MODEL_FACTOR * _chunk_bytes(max_bytes, m, coalition_bytes),
             },
             "estimate": {
                 "solver": designs * solver_bytes(method, n, m, solver),
@@ -217,16 +221,24 @@ def proxyspex_estimate(n: int, budget: int) -> Estimate:
     )
 
 
-def sketch_estimate(length: int, budget: int, max_bytes: int = DEFAULT_MAX_BYTES) -> Estimate:
+def sketch_estimate(
+    length: int, budget: int, max_bytes: int = DEFAULT_MAX_BYTES, query_bytes: int | None = None
+) -> Estimate:
     """Peak of :meth:`~ferroshap.FourierSketch.fit`: the ``budget x length`` query codes, their
-    values and one chunk of model input."""
+    values and one chunk of model input (of at most ``budget`` queries of ``query_bytes``)."""
     return Estimate(
         held={
             "queries": 2 * budget * length,
             "values": 2 * budget * FLOAT,
-            "model input chunk": MODEL_FACTOR * max_bytes,
+            "model input chunk": MODEL_FACTOR * _chunk_bytes(max_bytes, budget, query_bytes),
         }
     )
+
+
+def _chunk_bytes(max_bytes: int, units: int, unit_bytes: int | None) -> int:
+    """Bytes of one chunk of model input: ``max_bytes``, or all ``units`` of ``unit_bytes``
+    when they are fewer (a cap above the whole input allocates only the input)."""
+    return max_bytes if unit_bytes is None else min(max_bytes, units * unit_bytes)
 
 
 __all__ = [

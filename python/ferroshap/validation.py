@@ -20,6 +20,8 @@ from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
 __all__ = [
     "BUDGET_LIMIT",
+    "ORDER_LIMIT",
+    "ROWS_LIMIT",
     "Seed",
     "check_callable",
     "check_choice",
@@ -42,6 +44,13 @@ Seed = int | np.random.Generator
 
 BUDGET_LIMIT = 2**64
 """Budgets (coalitions, queries) are below this: the core counts them in a u64."""
+
+ROWS_LIMIT = 2**63
+"""Row counts (``chunk_size``) are below this: Arrow and polars count rows in an int64."""
+
+ORDER_LIMIT = 2**31
+"""Interaction orders are below this (LightGBM reads a proxy's ``max_depth`` as a C int); an
+order above the number of players means all of them."""
 
 
 def check_int(value: Any, name: str, minimum: int, below: int | None = None) -> int:

@@ -39,6 +39,7 @@ from ferroshap.query.models import resolve_model
 from ferroshap.results.interactions import INDICES, Interactions, all_masks, r_squared
 from ferroshap.validation import (
     BUDGET_LIMIT,
+    ORDER_LIMIT,
     check_callable,
     check_choice,
     check_flag,
@@ -320,7 +321,8 @@ class ProxySPEX:
             check_callable(game_or_model, "game_or_model")
             if n_players is None:
                 raise InvalidArgumentError(
-                    "n_players (the number of players) is required for a raw game",
+                    "n_players (the number of players) is required for a raw game (without "
+                    "masker=)",
                     argument="n_players",
                 )
             for name, given in (
@@ -337,12 +339,12 @@ class ProxySPEX:
             self.n_players: int | None = check_int(n_players, "n_players", 1)
         else:
             check_masker(masker)
-            self._model = resolve_model(game_or_model, model_output, output_index)
+            self._model = resolve_model(game_or_model, model_output, output_index, "game_or_model")
             self.n_players = None if n_players is None else check_int(n_players, "n_players", 1)
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.masker = masker
         self.budget = check_int(budget, "budget", 2, BUDGET_LIMIT)
-        self.max_order = check_int(max_order, "max_order", 1)
+        self.max_order = check_int(max_order, "max_order", 1, ORDER_LIMIT)
         self.index = check_choice(index, "index", INDICES)
         self.seed = check_seed(seed)
         self.validation_fraction = check_real(

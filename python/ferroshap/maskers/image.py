@@ -42,9 +42,9 @@ def grid_segments(height: int, width: int, patch_size: int | tuple[int, int]) ->
     ph, pw = _patch_shape(patch_size)
     if ph > height or pw > width:
         raise InvalidArgumentError(
-            f"patch_size {(ph, pw)} exceeds the image's {height} x {width} pixels; pass a patch "
-            "size at most the image size",
-            argument="patch_size",
+            f"patch_size {(ph, pw)} exceeds the {height} x {width} pixels of the image x; pass "
+            "a patch size at most the image size",
+            argument="x",
         )
     columns = -(-width // pw)
     return (np.arange(height)[:, None] // ph) * columns + np.arange(width)[None, :] // pw

@@ -203,6 +203,12 @@ class Tokens:
         if function.backend is not None and backend.is_numpy:
             ids = function.backend.asarray(ids)  # token ids keep their integer dtype
         backend = ArrayBackend.of(ids)
+        limits = np.iinfo(ids.dtype) if backend.is_numpy else backend.xp.iinfo(ids.dtype)
+        if not limits.min <= self.mask_id <= limits.max:
+            raise InvalidArgumentError(
+                f"mask_id {self.mask_id} does not fit the token ids' dtype {ids.dtype}",
+                argument="mask_id",
+            )
         masked = (
             np.full_like(ids, self.mask_id)
             if backend.is_numpy

@@ -73,7 +73,7 @@ def _torch_module_placement(model: Any) -> tuple[ArrayBackend, Any] | None:
 
 
 def resolve_model(
-    model: Any, model_output: str = "auto", output_index: int | None = None
+    model: Any, model_output: str = "auto", output_index: int | None = None, name: str = "model"
 ) -> ModelFunction:
     """The function that ferroshap calls for ``model``.
 
@@ -86,6 +86,8 @@ def resolve_model(
         One of :data:`MODEL_OUTPUTS`.
     output_index
         Keep only this output column of a model returning ``[rows, k]``.
+    name
+        The model's argument name in the caller's signature, for errors.
 
     Examples
     --------
@@ -101,7 +103,7 @@ def resolve_model(
         function = getattr(model, model_output, None)
         if not callable(function):
             raise InvalidTypeError(
-                f"model_output={model_output!r} but the model ({type(model).__name__}) has no "
+                f"model_output={model_output!r} but the {name} ({type(model).__name__}) has no "
                 f"{model_output} method",
                 argument="model_output",
             )
@@ -113,8 +115,8 @@ def resolve_model(
         function = model
     if not callable(function):
         raise InvalidTypeError(
-            f"model must be callable or have a predict method, got {type(model).__name__}",
-            argument="model",
+            f"{name} must be callable or have a predict method, got {type(model).__name__}",
+            argument=name,
         )
     if index is not None:
         function = _select_output(function, index)

@@ -19,7 +19,7 @@ from ferroshap.groups import read_groups
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
 from ferroshap.query.games import RawGame
 from ferroshap.query.loop import QueryOptions, single_output
-from ferroshap.validation import check_callable, check_choice, check_int
+from ferroshap.validation import ORDER_LIMIT, check_callable, check_choice, check_int
 
 __all__ = ["INDICES", "PLOT_KINDS", "Interactions", "exact_interactions"]
 
@@ -423,7 +423,10 @@ def exact_interactions(
             f"got {n}",
             argument="n_players",
         )
-    index, max_order = check_choice(index, "index", INDICES), check_int(max_order, "max_order", 1)
+    index, max_order = (
+        check_choice(index, "index", INDICES),
+        check_int(max_order, "max_order", 1, ORDER_LIMIT),
+    )
     options = QueryOptions.checked(batch_size, max_bytes, progress)
     memory.check("exact_interactions", memory.exact_estimate(n), max_memory, n=n)
     masks = all_masks(n) if grouped is None else grouped.expand(all_masks(n))

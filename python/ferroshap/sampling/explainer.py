@@ -361,6 +361,8 @@ class Explainer:
                 max_bytes=self.options.max_bytes if patterns.all() else None,
                 designs=rows if self.per_row_design else 1,
                 proxy=self._recipe.proxy is not None,
+                # every explained row's copies of the background, 8 bytes a cell at most
+                coalition_bytes=rows * self._table.n_rows * self._table.n_columns * 8,
             ),
             self.max_memory,
             n=n,

@@ -27,6 +27,8 @@ from ferroshap.results.explanation import Explanation
 from ferroshap.sketch.codec import SequenceCodec, SequenceInteractions
 from ferroshap.validation import (
     BUDGET_LIMIT,
+    ORDER_LIMIT,
+    ROWS_LIMIT,
     Seed,
     check_choice,
     check_int,
@@ -140,9 +142,10 @@ class FourierSketch:
         codec = SequenceCodec(alphabet, length)
         budget = check_int(budget, "budget", 1, BUDGET_LIMIT)
         check_choice(input, "input", _INPUTS)
-        offsets = check_int(offsets, "offsets", 1)
+        offsets = check_int(offsets, "offsets", 1, budget + 1)  # each offset costs queries
         options = QueryOptions.checked(batch_size, max_bytes, progress)
-        estimate = memory.sketch_estimate(length, budget, options.max_bytes)
+        query_bytes = length * (4 if input == "str" else 1)
+        estimate = memory.sketch_estimate(length, budget, options.max_bytes, query_bytes)
         memory.check("FourierSketch.fit", estimate, max_memory, length=length, budget=budget)
         seed_value = draw_seed(check_seed(seed))
         started = time.perf_counter()
@@ -162,9 +165,7 @@ class FourierSketch:
             values = check_outputs(outputs, len(batch), "model").reshape(len(batch), -1)
             return single_output(values, "model", "sequence", "output_index")[:, None]
 
-        per_call = units_per_call(
-            options, unit_bytes=length * (4 if input == "str" else 1), unit_rows=1
-        )
+        per_call = units_per_call(options, unit_bytes=query_bytes, unit_rows=1)
         values = query(
             len(queries), per_call, chunk_values, progress=options.progress, desc="sketch queries"
         )[:, 0]
@@ -319,7 +320,7 @@ class FourierSketch:
             Shared ``keys`` and a ``values`` array ``(rows, len(keys))``.
         """
         if max_order is not None:
-            max_order = check_int(max_order, "max_order", 1)
+            max_order = check_int(max_order, "max_order", 1, ORDER_LIMIT)
         check_choice(index, "index", _core.INTERACTION_INDICES)
         codes = self.encode(sequences)
         keys, values = self._spectrum.interactions(codes, max_order, index)
@@ -368,7 +369,7 @@ class FourierSketch:
         """
         import polars as pl
 
-        chunk_size = check_int(chunk_size, "chunk_size", 1)
+        chunk_size = check_int(chunk_size, "chunk_size", 1, ROWS_LIMIT)
         if not isinstance(column, str):
             raise InvalidTypeError(
                 f"column must be a string, got {type(column).__name__}", argument="column"
