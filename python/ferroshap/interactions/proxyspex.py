@@ -238,7 +238,8 @@ class ProxySPEX:
         usually all at once) and a tqdm progress bar over them.
     model_output, output_index
         With a masker: how the model is called, as for :class:`ferroshap.Explainer` (the game
-        needs one output: pick a classifier's class with ``output_index``).
+        needs one output: pick a classifier's class with ``output_index``). A raw game takes
+        neither.
     max_order
         Largest interaction order reported (≥ 1). The proxy's trees are at least this deep.
     index

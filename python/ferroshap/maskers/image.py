@@ -88,10 +88,10 @@ class Image:
         Instead of a grid: an integer label map ``[H, W]`` (superpixels, regions of interest);
         each distinct label is one player, in increasing order.
     fill
-        What a masked pixel becomes: a number (the baseline value, default 0), ``"blur"`` (a
-        Gaussian blur of the image, ``blur_sigma`` pixels), ``"mean"`` (the image's mean per
-        channel), or background images ``[B, *x.shape]`` (each coalition then costs ``B``
-        model rows).
+        What a masked pixel becomes: a finite number (the baseline value, default 0),
+        ``"blur"`` (a Gaussian blur of the image, ``blur_sigma`` pixels), ``"mean"`` (the
+        image's mean per channel), or background images ``[B, *x.shape]`` of finite numbers
+        (each coalition then costs ``B`` model rows).
     blur_sigma
         Standard deviation in pixels of ``fill="blur"`` (default: the larger patch side).
     channel_axis
