@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap.datasets import explain_parquet
+from ferroshap.datasets.parquet import explain_parquet
 from ferroshap.errors import FerroshapError
 
 SECONDS = 5.0
@@ -421,6 +421,7 @@ def test_explain_parquet_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "keys": ["id"],
         "chunk_size": 2,
         "progress": False,
+        "overwrite": False,
     }
     result, error, _ = run(parquet, base)
     assert error is None and result == tmp_path / "out"
