@@ -34,7 +34,9 @@ say "building the abi3 $policy wheel, reusing target/release"
 if ! maturin build --release --interpreter "$python" --compatibility "$policy" --out "$out" \
     >"$log" 2>&1; then
     if grep -q "too-recent versioned symbols" "$log"; then
-        glibc=$(ldd --version | head -1 | awk '{print $NF}')
+        # awk reads all of ldd's output: `| head -1` closed the pipe early, and ldd's SIGPIPE
+        # failed the script (exit 141 under pipefail) in about half of the runs
+        glibc=$(ldd --version | awk 'NR == 1 { print $NF }')
         say "the system glibc ($glibc) is too new for $policy: rebuilding with zig (a full" \
             "release build, ~3-5 minutes)"
         maturin build --release --interpreter "$python" --compatibility "$policy" --zig \

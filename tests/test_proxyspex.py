@@ -113,7 +113,7 @@ def test_budget_covering_every_coalition_is_exact() -> None:
         ({"max_order": 0}, InvalidArgumentError, "max_order must be at least 1"),
         ({"index": "Shapley"}, InvalidArgumentError, r"index must be one of .*'k-SII'"),
         ({"n_players": None}, InvalidArgumentError, "n_players .* is required"),
-        ({"game_or_model": 5}, InvalidTypeError, "game must be callable"),
+        ({"game_or_model": 5}, InvalidTypeError, "game_or_model must be callable"),
         ({"validation_fraction": 1.5}, InvalidArgumentError, "validation_fraction"),
         ({"seed": -1}, InvalidArgumentError, "seed"),
         ({"proxy_params": [1]}, InvalidTypeError, "proxy_params must be a dict"),

@@ -290,7 +290,7 @@ BAD_INPUT = {
     "unknown input": (
         lambda: fs.FourierSketch.fit(len, 4, "ACGT", budget=1000, input="onehot"),
         InvalidArgumentError,
-        r"input must be 'str' or 'codes'",
+        r"input must be one of 'str', 'codes'",
     ),
     "alphabet of one letter": (
         lambda: fs.FourierSketch.fit(len, 4, "A", budget=1000),

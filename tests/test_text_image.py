@@ -168,7 +168,7 @@ def test_text_bad_input() -> None:
     with pytest.warns(UserWarning, match="dropped instead"):
         masker = fs.maskers.Text(object(), mode="mask")
     assert masker.mode == "drop"
-    with pytest.raises(InvalidArgumentError, match="one value per coalition"):
+    with pytest.raises(InvalidArgumentError, match=r"one value per masked input.*output_index"):
         fs.ProxySPEX(lambda texts: np.ones((len(texts), 2)), masker=fs.maskers.Text()).explain(
             PASSAGE
         )
@@ -254,7 +254,7 @@ def test_image_interactions_match_enumeration() -> None:
 
 
 def test_image_bad_input() -> None:
-    with pytest.raises(InvalidArgumentError, match="exceeds the image"):
+    with pytest.raises(InvalidArgumentError, match="exceeds the 4 x 4 pixels of the image x"):
         fs.maskers.Image(5).game(pixel_sum, np.zeros((4, 4)))
     with pytest.raises(InvalidArgumentError, match="patch_size must be"):
         fs.maskers.Image((2, 0))

@@ -86,7 +86,8 @@ def read_groups(groups: Any, feature_names: Sequence[str] | None, n_features: in
     else:
         raise InvalidTypeError(
             "groups must be a dict name -> columns or a list of column lists, got "
-            f"{type(groups).__name__}"
+            f"{type(groups).__name__}",
+            argument="groups",
         )
     position = {name: j for j, name in enumerate(feature_names or [])}
     owner: dict[int, str] = {}
@@ -94,13 +95,15 @@ def read_groups(groups: Any, feature_names: Sequence[str] | None, n_features: in
     for name, columns in zip(names, lists, strict=True):
         if isinstance(columns, str | bytes) or not isinstance(columns, Sequence) or not columns:
             raise InvalidArgumentError(
-                f"groups[{name!r}] must be a non-empty list of columns, got {columns!r}"
+                f"groups[{name!r}] must be a non-empty list of columns, got {columns!r}",
+                argument="groups",
             )
         indices = [_column_index(column, position, n_features, name) for column in columns]
         for column, j in zip(columns, indices, strict=True):
             if j in owner:
                 raise InvalidArgumentError(
-                    f"groups: column {column!r} is in two groups, {owner[j]!r} and {name!r}"
+                    f"groups: column {column!r} is in two groups, {owner[j]!r} and {name!r}",
+                    argument="groups",
                 )
             owner[j] = name
         members.append(indices)
@@ -109,7 +112,9 @@ def read_groups(groups: Any, feature_names: Sequence[str] | None, n_features: in
     names += [label[j] if label is not None else f"x{j}" for j in rest]
     members += [[j] for j in rest]
     if len(set(names)) != len(names):
-        raise InvalidArgumentError(f"groups: player names must be distinct, got {names}")
+        raise InvalidArgumentError(
+            f"groups: player names must be distinct, got {names}", argument="groups"
+        )
     return Groups(names, members, n_features)
 
 
@@ -118,12 +123,14 @@ def _column_index(column: Any, position: dict[str, int], n_features: int, group:
     if isinstance(column, numbers.Integral) and not isinstance(column, bool):
         if not 0 <= int(column) < n_features:
             raise InvalidArgumentError(
-                f"groups[{group!r}]: column {column} is out of range for {n_features} features"
+                f"groups[{group!r}]: column {column} is out of range for {n_features} features",
+                argument="groups",
             )
         return int(column)
     if str(column) not in position:
         known = list(position) if position else f"positions 0..{n_features - 1}"
         raise InvalidArgumentError(
-            f"groups[{group!r}]: unknown column {column!r}; the columns are {known}"
+            f"groups[{group!r}]: unknown column {column!r}; the columns are {known}",
+            argument="groups",
         )
     return position[str(column)]

@@ -126,9 +126,9 @@ def resolve_max_memory(max_memory: int | None) -> int:
 
 
 def check(engine: str, estimate: Estimate, max_memory: int | None, **arguments: object) -> None:
-    """Raise ``InvalidArgumentError`` if ``estimate`` exceeds ``max_memory`` (see
-    :func:`resolve_max_memory`); the message names ``engine``, the ``arguments`` it was sized
-    from, the estimate and its largest part."""
+    """Raise ``InvalidArgumentError`` (``.argument`` ``"max_memory"``) if ``estimate`` exceeds
+    ``max_memory`` (see :func:`resolve_max_memory`); the message names ``engine``, the
+    ``arguments`` it was sized from, the estimate and its largest part."""
     limit = resolve_max_memory(max_memory)
     if estimate.total <= limit:
         return
@@ -136,7 +136,8 @@ def check(engine: str, estimate: Estimate, max_memory: int | None, **arguments: 
     raise InvalidArgumentError(
         f"{engine} with {named} would need about {format_bytes(estimate.total)} of memory "
         f"(estimate; largest part: {estimate.largest()}), more than max_memory={limit} "
-        f"({format_bytes(limit)}); lower n or budget, or raise max_memory"
+        f"({format_bytes(limit)}); lower n or budget, or raise max_memory",
+        argument="max_memory",
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from ferroshap.datasets.chunks import iter_chunks, phi_frame
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import progress_bar
-from ferroshap.validation import check_int
+from ferroshap.validation import ROWS_LIMIT, check_flag, check_int, check_names
 
 __all__ = ["explain_parquet", "frame_explainer", "iter_chunks"]
 
@@ -72,10 +72,12 @@ def _explain_frames(
     if not callable(dataset_values):
         raise InvalidTypeError(
             f"explainer must be a ferroshap Explainer, ProxySPEX or FourierSketch, got "
-            f"{type(explainer).__name__}"
+            f"{type(explainer).__name__}",
+            argument="explainer",
         )
-    names, values = dataset_values([str(c) for c in columns])
-    key_columns = [str(k) for k in keys]
+    columns = check_names(columns, "columns")
+    key_columns = check_names(keys, "keys")
+    names, values = dataset_values(columns)
 
     def explain(frame: Any) -> Any:
         phi, base = values(frame)
@@ -133,16 +135,32 @@ def explain_parquet(
     """
     import pyarrow.parquet as pq
 
-    chunk_size = check_int(chunk_size, "chunk_size", 1)
+    for name, path in (("path_in", path_in), ("path_out", path_out)):
+        if not isinstance(path, str | os.PathLike):
+            raise InvalidTypeError(
+                f"{name} must be a path (str or os.PathLike), got {type(path).__name__}",
+                argument=name,
+            )
+    chunk_size = check_int(chunk_size, "chunk_size", 1, ROWS_LIMIT)
+    progress = check_flag(progress, "progress")
+    overwrite = check_flag(overwrite, "overwrite")
+    columns, keys = check_names(columns, "columns"), check_names(keys, "keys")
     names, explain = _explain_frames(explainer, columns, keys)
     dataset_settings = getattr(explainer, "dataset_settings", None)
     parquet = pq.ParquetFile(str(path_in))
-    total = parquet.metadata.num_rows
+    total, available = parquet.metadata.num_rows, parquet.schema_arrow.names
+    for name, wanted in (("columns", columns), ("keys", keys)):
+        missing = [column for column in wanted if column not in available]
+        if missing:
+            raise InvalidArgumentError(
+                f"{name}: column(s) {missing} are not in {path_in}, whose columns are {available}",
+                argument=name,
+            )
     settings = {
         "format": MANIFEST_FORMAT,
         "chunk_size": chunk_size,
-        "columns": [str(c) for c in columns],
-        "keys": [str(k) for k in keys],
+        "columns": columns,
+        "keys": keys,
         "explainer": (
             dataset_settings()
             if callable(dataset_settings)
@@ -153,7 +171,7 @@ def explain_parquet(
             "rows": total,
             "schema": [f"{field.name}: {field.type}" for field in parquet.schema_arrow],
         },
-        "output": [str(k) for k in keys] + names + ["base_value"],
+        "output": keys + names + ["base_value"],
     }
     out = Path(path_out)
     _open_output(out, settings, overwrite)

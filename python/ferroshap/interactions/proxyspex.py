@@ -36,16 +36,17 @@ from ferroshap.query.backend import DEFAULT_MAX_BYTES
 from ferroshap.query.games import RawGame
 from ferroshap.query.loop import QueryOptions, single_output
 from ferroshap.query.models import resolve_model
-from ferroshap.results.interactions import (
-    Interactions,
-    all_masks,
-    check_index,
-    check_order,
-    r_squared,
-)
+from ferroshap.results.interactions import INDICES, Interactions, all_masks, r_squared
 from ferroshap.validation import (
+    BUDGET_LIMIT,
+    ORDER_LIMIT,
+    check_callable,
+    check_choice,
+    check_flag,
     check_int,
     check_int_seed,
+    check_names,
+    check_real,
     check_seed,
     draw_seed,
     one_spelling,
@@ -206,7 +207,8 @@ class ProxySPEX:
         usually all at once) and a tqdm progress bar over them.
     model_output, output_index
         With a masker: how the model is called, as for :class:`ferroshap.Explainer` (the game
-        needs one output: pick a classifier's class with ``output_index``).
+        needs one output: pick a classifier's class with ``output_index``). A raw game takes
+        neither.
     max_order
         Largest interaction order reported (≥ 1). The proxy's trees are at least this deep.
     index
@@ -279,57 +281,69 @@ class ProxySPEX:
         refit_proxy: bool | None = None,
         ridge: bool | None = None,
     ) -> None:
-        for name, flag in (("refit_proxy", refit_proxy), ("ridge", ridge)):
-            if flag is not None and not isinstance(flag, bool):
-                raise InvalidTypeError(
-                    f"{name} must be True, False or None, got {type(flag).__name__}"
-                )
         n_players = one_spelling(n_players, "n_players", n, "n")
-        self.refit_proxy = refit_proxy
-        self.ridge = ridge
+        self.refit_proxy = None if refit_proxy is None else check_flag(refit_proxy, "refit_proxy")
+        self.ridge = None if ridge is None else check_flag(ridge, "ridge")
         if max_memory is not None:
             memory.resolve_max_memory(max_memory)
         self.max_memory = max_memory
         if masker is None:
-            if not callable(game_or_model):
-                raise InvalidTypeError(f"game must be callable, got {type(game_or_model).__name__}")
+            check_callable(game_or_model, "game_or_model")
             if n_players is None:
                 raise InvalidArgumentError(
-                    "n_players (the number of players) is required for a raw game"
+                    "n_players (the number of players) is required for a raw game (without "
+                    "masker=)",
+                    argument="n_players",
                 )
+            for name, given in (
+                ("model_output", model_output != "auto"),
+                ("output_index", output_index is not None),
+            ):
+                if given:
+                    raise InvalidArgumentError(
+                        f"{name} applies to a model explained through a masker; a raw game "
+                        "returns one value per coalition itself",
+                        argument=name,
+                    )
             self._model: Any = game_or_model
             self.n_players: int | None = check_int(n_players, "n_players", 1)
         else:
             check_masker(masker)
-            self._model = resolve_model(game_or_model, model_output, output_index)
+            self._model = resolve_model(game_or_model, model_output, output_index, "game_or_model")
             self.n_players = None if n_players is None else check_int(n_players, "n_players", 1)
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.masker = masker
-        self.budget = check_int(budget, "budget", 2)
-        self.max_order = check_order(max_order)
-        self.index = check_index(index)
+        self.budget = check_int(budget, "budget", 2, BUDGET_LIMIT)
+        self.max_order = check_int(max_order, "max_order", 1, ORDER_LIMIT)
+        self.index = check_choice(index, "index", INDICES)
         self.seed = check_seed(seed)
-        if not isinstance(validation_fraction, numbers.Real) or not (
-            0.0 < validation_fraction < 1.0
-        ):
-            raise InvalidArgumentError(
-                f"validation_fraction must be in (0, 1), got {validation_fraction!r}"
-            )
-        self.validation_fraction = float(validation_fraction)
+        self.validation_fraction = check_real(
+            validation_fraction, "validation_fraction", above=0.0, below=1.0
+        )
         self.n_validation = max(MIN_VALIDATION, round(self.validation_fraction * self.budget))
         if self.budget < self.n_validation + MIN_TRAINING:
             raise InvalidArgumentError(
                 f"budget must be at least {self.n_validation + MIN_TRAINING} "
                 f"({self.n_validation} validation masks plus {MIN_TRAINING} for training), "
-                f"got {self.budget}"
+                f"got {self.budget}",
+                argument="budget",
             )
         if proxy_params is not None and not isinstance(proxy_params, dict):
             raise InvalidTypeError(
-                f"proxy_params must be a dict, got {type(proxy_params).__name__}"
+                f"proxy_params must be a dict, got {type(proxy_params).__name__}",
+                argument="proxy_params",
             )
         self.proxy_params = {**DEFAULT_PROXY_PARAMS, **(proxy_params or {})}
-        self.proxy_params["max_depth"] = max(int(self.proxy_params["max_depth"]), self.max_order)
-        self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+        depth = self.proxy_params["max_depth"]
+        if isinstance(depth, bool) or not isinstance(depth, numbers.Integral):
+            raise InvalidTypeError(
+                f"proxy_params['max_depth'] must be an int, got {type(depth).__name__}",
+                argument="proxy_params",
+            )
+        self.proxy_params["max_depth"] = max(int(depth), self.max_order)
+        self.feature_names = (
+            None if feature_names is None else check_names(feature_names, "feature_names")
+        )
         self.groups = groups
         if groups is not None and self.n_players is not None:  # fail early on a raw game
             read_groups(groups, self.feature_names, self.n_players)
@@ -346,11 +360,15 @@ class ProxySPEX:
         """
         if self.masker is None:
             if x is not None:
-                raise InvalidArgumentError("x must be None for a raw game (pass a masker to use x)")
+                raise InvalidArgumentError(
+                    "x must be None for a raw game (pass a masker to use x)", argument="x"
+                )
             game, n = self._model, self.n_players
         else:
             if x is None:
-                raise InvalidArgumentError("x (the input to explain) is required with a masker")
+                raise InvalidArgumentError(
+                    "x (the input to explain) is required with a masker", argument="x"
+                )
             game, n = self.masker.game(self._model, x)
         assert n is not None
         estimate = memory.proxyspex_estimate(n, self.budget)
@@ -359,7 +377,9 @@ class ProxySPEX:
             None if self.masker is None else player_names(self.masker, x)
         )
         if names is not None and len(names) != n:
-            raise InvalidArgumentError(f"feature_names has {len(names)} names for {n} players")
+            raise InvalidArgumentError(
+                f"feature_names has {len(names)} names for {n} players", argument="feature_names"
+            )
         if self.groups is not None:
             grouped = read_groups(self.groups, names, n)
             game, n, names = _grouped_game(game, grouped), grouped.n_players, grouped.names
@@ -371,7 +391,7 @@ class ProxySPEX:
                 UserWarning,
                 stacklevel=2,
             )
-            table = single_output(raw.evaluate(all_masks(n)), "the game", "coalition")
+            table = self._single_values(raw.evaluate(all_masks(n)))
             return Interactions.from_surrogate(
                 _core.moebius_transform(table, n),
                 self.index,
@@ -423,11 +443,18 @@ class ProxySPEX:
             ),
         }
 
+    def _single_values(self, values: np.ndarray) -> np.ndarray:
+        """The game's values ``[m]`` from ``[m, k]``, or an error naming the game (a raw game)
+        or ``output_index`` (a model with several outputs, through the masker)."""
+        if self.masker is None:
+            return single_output(values, "the game", "coalition", "game_or_model")
+        return single_output(values, "the model", "masked input", "output_index")
+
     def _estimate(self, raw: RawGame, n: int, names: list[str] | None) -> Interactions:
         times: dict[str, float] = {}
         masks = _core.plan_masks(n, self.budget, draw_seed(self.seed))
         start = time.perf_counter()
-        values = single_output(raw.evaluate(masks), "the game", "coalition")
+        values = self._single_values(raw.evaluate(masks))
         times["seconds_game"] = time.perf_counter() - start
 
         extremes, planned = (masks[:EXTREMES], values[:EXTREMES]), len(masks)

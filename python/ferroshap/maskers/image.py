@@ -19,6 +19,7 @@ from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, check_finit
 from ferroshap.query.games import TabularGame
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.models import as_model_function
+from ferroshap.validation import check_real
 
 __all__ = ["Image", "grid_segments"]
 
@@ -41,8 +42,9 @@ def grid_segments(height: int, width: int, patch_size: int | tuple[int, int]) ->
     ph, pw = _patch_shape(patch_size)
     if ph > height or pw > width:
         raise InvalidArgumentError(
-            f"patch_size {(ph, pw)} exceeds the image's {height} x {width} pixels; pass a patch "
-            "size at most the image size"
+            f"patch_size {(ph, pw)} exceeds the {height} x {width} pixels of the image x; pass "
+            "a patch size at most the image size",
+            argument="x",
         )
     columns = -(-width // pw)
     return (np.arange(height)[:, None] // ph) * columns + np.arange(width)[None, :] // pw
@@ -58,7 +60,8 @@ def _patch_shape(patch_size: Any) -> tuple[int, int]:
     if not valid or ph < 1 or pw < 1:
         raise InvalidArgumentError(
             f"patch_size must be a positive int or a pair of them (height, width), got "
-            f"{patch_size!r}"
+            f"{patch_size!r}",
+            argument="patch_size",
         )
     return ph, pw
 
@@ -85,10 +88,10 @@ class Image:
         Instead of a grid: an integer label map ``[H, W]`` (superpixels, regions of interest);
         each distinct label is one player, in increasing order.
     fill
-        What a masked pixel becomes: a number (the baseline value, default 0), ``"blur"`` (a
-        Gaussian blur of the image, ``blur_sigma`` pixels), ``"mean"`` (the image's mean per
-        channel), or background images ``[B, *x.shape]`` (each coalition then costs ``B``
-        model rows).
+        What a masked pixel becomes: a finite number (the baseline value, default 0),
+        ``"blur"`` (a Gaussian blur of the image, ``blur_sigma`` pixels), ``"mean"`` (the
+        image's mean per channel), or background images ``[B, *x.shape]`` of finite numbers
+        (each coalition then costs ``B`` model rows).
     blur_sigma
         Standard deviation in pixels of ``fill="blur"`` (default: the larger patch side).
     channel_axis
@@ -121,24 +124,21 @@ class Image:
     ) -> None:
         self.patch_size = _patch_shape(patch_size)
         self.segments = None if segments is None else _check_segments(segments)
-        if isinstance(fill, str) and fill not in ("blur", "mean"):
-            raise InvalidArgumentError(
-                f"fill must be a number, 'blur', 'mean' or background images, got {fill!r}"
-            )
-        if isinstance(fill, bool):
-            raise InvalidTypeError("fill must be a number, 'blur', 'mean' or images, got a bool")
-        self.fill = fill
-        if blur_sigma is not None and (
-            not isinstance(blur_sigma, numbers.Real) or not blur_sigma > 0
+        self.fill = _check_fill(fill)
+        self.blur_sigma = (
+            None if blur_sigma is None else check_real(blur_sigma, "blur_sigma", above=0)
+        )
+        if (
+            isinstance(channel_axis, bool)
+            or not isinstance(channel_axis, numbers.Integral)
+            or channel_axis not in (-1, 0, 2)
         ):
-            raise InvalidArgumentError(f"blur_sigma must be a positive number, got {blur_sigma!r}")
-        self.blur_sigma = blur_sigma
-        if channel_axis not in (-1, 0, 2):
             raise InvalidArgumentError(
                 f"channel_axis must be -1 (or 2) for [H, W, C] or 0 for [C, H, W], got "
-                f"{channel_axis!r}"
+                f"{channel_axis!r}",
+                argument="channel_axis",
             )
-        self.channel_axis = channel_axis
+        self.channel_axis = int(channel_axis)
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
 
     def labels(self, x: Any) -> np.ndarray:
@@ -149,7 +149,8 @@ class Image:
         if self.segments.shape != (height, width):
             raise InvalidArgumentError(
                 f"segments has shape {self.segments.shape} but the image is {height} x {width} "
-                "pixels"
+                "pixels",
+                argument="segments",
             )
         return np.unique(self.segments, return_inverse=True)[1].reshape(height, width)
 
@@ -177,7 +178,8 @@ class Image:
         if not backend.same_as(ArrayBackend.of(fills)):
             raise InvalidArgumentError(
                 f"fill images are {ArrayBackend.of(fills).describe()} but the image is "
-                f"{backend.describe()}; pass both from the same library and device"
+                f"{backend.describe()}; pass both from the same library and device",
+                argument="fill",
             )
 
         def flat_model(batch: Any) -> Any:
@@ -195,7 +197,8 @@ class Image:
             masks = np.asarray(masks, dtype=bool)
             if masks.ndim != 2 or masks.shape[1] != n:
                 raise InvalidArgumentError(
-                    f"masks must have shape [k, {n}] (one column per patch), got {masks.shape}"
+                    f"masks must have shape [k, {n}] (one column per patch), got {masks.shape}",
+                    argument="masks",
                 )
             values = np.concatenate(
                 [
@@ -212,10 +215,13 @@ class Image:
         if not hasattr(x, "shape") or len(shape) not in (2, 3):
             raise InvalidArgumentError(
                 f"x must be an image array [H, W] or [H, W, C] (or [C, H, W] with "
-                f"channel_axis=0), got {type(x).__name__} of shape {shape}"
+                f"channel_axis=0), got {type(x).__name__} of shape {shape}",
+                argument="x",
             )
         if 0 in shape:
-            raise InvalidArgumentError(f"x must be a non-empty image, got shape {shape}")
+            raise InvalidArgumentError(
+                f"x must be a non-empty image, got shape {shape}", argument="x"
+            )
         if len(shape) == 2:
             return int(shape[0]), int(shape[1])
         return (
@@ -245,9 +251,9 @@ class Image:
             if tuple(images.shape[1:]) != shape or images.shape[0] == 0:
                 raise InvalidArgumentError(
                     f"fill images must have shape [B, {', '.join(map(str, shape))}] like the "
-                    f"image, got {tuple(images.shape)}"
+                    f"image, got {tuple(images.shape)}",
+                    argument="fill",
                 )
-            _check_numbers(images, "fill")
             return images
         host = to_numpy(x)
         dtype = host.dtype if host.dtype.kind == "f" else np.float64
@@ -256,12 +262,8 @@ class Image:
         elif self.fill == "mean":
             axes = self._spatial_axes(shape)
             filled = np.broadcast_to(host.mean(axis=axes, keepdims=True), shape).astype(dtype)
-        elif isinstance(self.fill, numbers.Real):
-            filled = np.full(shape, self.fill, dtype=dtype)
         else:
-            raise InvalidTypeError(
-                f"fill must be a number, 'blur', 'mean' or images, got {type(self.fill).__name__}"
-            )
+            filled = np.full(shape, self.fill, dtype=dtype)
         return backend.asarray(filled[None], dtype=None)
 
     def _spatial_axes(self, shape: tuple[int, ...]) -> tuple[int, int]:
@@ -281,12 +283,33 @@ def _blurred(image: np.ndarray, axes: tuple[int, int], sigma: float) -> np.ndarr
     return gaussian_filter(image, sigma=sigmas, mode="nearest")
 
 
+def _check_fill(fill: Any) -> Any:
+    """``fill`` if it is a finite number, ``"blur"``, ``"mean"`` or images of finite numbers
+    (their shape is checked against each explained image); errors name ``fill``."""
+    if isinstance(fill, str):
+        if fill not in ("blur", "mean"):
+            raise InvalidArgumentError(
+                f"fill must be a number, 'blur', 'mean' or background images, got {fill!r}",
+                argument="fill",
+            )
+        return fill
+    if hasattr(fill, "shape") and getattr(fill, "ndim", 0) > 0:
+        _check_numbers(fill, "fill")
+        return fill
+    if isinstance(fill, bool) or not isinstance(fill, numbers.Real):
+        raise InvalidTypeError(
+            f"fill must be a number, 'blur', 'mean' or images, got {type(fill).__name__}",
+            argument="fill",
+        )
+    return check_real(fill, "fill")
+
+
 def _check_numbers(images: Any, name: str) -> None:
     """Raise unless ``images`` (of any array library; read through a host copy) hold finite
     numbers."""
     host = to_numpy(images)
     if host.dtype.kind not in "biuf":
-        raise InvalidTypeError(f"{name} must hold numbers, got dtype {host.dtype}")
+        raise InvalidTypeError(f"{name} must hold numbers, got dtype {host.dtype}", argument=name)
     check_finite(host, name)
 
 
@@ -295,6 +318,7 @@ def _check_segments(segments: Any) -> np.ndarray:
     if labels.ndim != 2 or labels.size == 0 or labels.dtype.kind not in "iu":
         raise InvalidArgumentError(
             f"segments must be a non-empty integer label map [H, W], got dtype {labels.dtype} "
-            f"and shape {labels.shape}"
+            f"and shape {labels.shape}",
+            argument="segments",
         )
     return labels

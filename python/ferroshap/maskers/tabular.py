@@ -51,7 +51,8 @@ def check_masker(masker: Any) -> None:
     if not callable(getattr(masker, "game", None)):
         raise InvalidTypeError(
             f"masker must be a ferroshap masker (Baseline, Tokens, Text, Image) or an object "
-            f"with a game(model, x) method, got {type(masker).__name__}"
+            f"with a game(model, x) method, got {type(masker).__name__}",
+            argument="masker",
         )
 
 
@@ -107,7 +108,8 @@ class Baseline:
         if x_table.n_rows != 1:
             raise InvalidArgumentError(
                 f"x must be one row of {self._table.n_columns} features (the background's), "
-                f"got {x_table.n_rows} rows"
+                f"got {x_table.n_rows} rows",
+                argument="x",
             )
         tabular = TabularGame(
             frame_model(function.function, self._table.schema),
@@ -123,7 +125,8 @@ def _one_output_game(tabular: TabularGame) -> tuple[GameFunction, int]:
     if tabular.output_shape not in ((), (1,)):
         raise InvalidArgumentError(
             f"model must return one output per row, got {tabular.output_shape} outputs; pick "
-            "one with output_index"
+            "one with output_index",
+            argument="output_index",
         )
 
     def game(masks: np.ndarray) -> np.ndarray:
@@ -166,7 +169,10 @@ class Tokens:
         progress: bool = False,
     ) -> None:
         if isinstance(mask_id, bool) or not isinstance(mask_id, int | np.integer):
-            raise InvalidTypeError(f"mask_id must be an int token id, got {type(mask_id).__name__}")
+            raise InvalidTypeError(
+                f"mask_id must be an int token id, got {type(mask_id).__name__}",
+                argument="mask_id",
+            )
         self.mask_id = int(mask_id)
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
 
@@ -191,11 +197,18 @@ class Tokens:
         if not integral or ids.shape[0] != 1:
             raise InvalidArgumentError(
                 f"x must be a non-empty 1-D sequence of integer token ids, got dtype {ids.dtype} "
-                f"and {ids.shape[0]} rows"
+                f"and {ids.shape[0]} rows",
+                argument="x",
             )
         if function.backend is not None and backend.is_numpy:
             ids = function.backend.asarray(ids)  # token ids keep their integer dtype
         backend = ArrayBackend.of(ids)
+        limits = np.iinfo(ids.dtype) if backend.is_numpy else backend.xp.iinfo(ids.dtype)
+        if not limits.min <= self.mask_id <= limits.max:
+            raise InvalidArgumentError(
+                f"mask_id {self.mask_id} does not fit the token ids' dtype {ids.dtype}",
+                argument="mask_id",
+            )
         masked = (
             np.full_like(ids, self.mask_id)
             if backend.is_numpy

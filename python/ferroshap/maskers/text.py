@@ -20,6 +20,7 @@ from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_outputs
 from ferroshap.query.loop import QueryOptions, query, units_per_call
 from ferroshap.query.models import as_model_function
+from ferroshap.validation import check_choice
 
 __all__ = ["MODES", "UNITS", "Text", "TextUnits"]
 
@@ -133,16 +134,18 @@ class Text:
         max_bytes: int = DEFAULT_MAX_BYTES,
         progress: bool = False,
     ) -> None:
-        if unit not in UNITS:
-            raise InvalidArgumentError(f"unit must be one of {UNITS}, got {unit!r}")
-        if mode not in MODES:
-            raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
+        check_choice(unit, "unit", UNITS)
+        check_choice(mode, "mode", MODES)
         if mask_token is not None and not isinstance(mask_token, str):
-            raise InvalidTypeError(f"mask_token must be a string, got {type(mask_token).__name__}")
+            raise InvalidTypeError(
+                f"mask_token must be a string, got {type(mask_token).__name__}",
+                argument="mask_token",
+            )
         if unit == "token" and not callable(tokenizer):
             raise InvalidArgumentError(
                 "tokenizer: unit='token' needs a Hugging Face fast tokenizer, got "
-                f"{type(tokenizer).__name__}"
+                f"{type(tokenizer).__name__}",
+                argument="tokenizer",
             )
         self.tokenizer = tokenizer
         self.unit = unit
@@ -153,7 +156,9 @@ class Text:
     def units(self, x: Any) -> TextUnits:
         """The units of the passage ``x`` (a non-empty string)."""
         if not isinstance(x, str):
-            raise InvalidTypeError(f"x must be a string (the passage), got {type(x).__name__}")
+            raise InvalidTypeError(
+                f"x must be a string (the passage), got {type(x).__name__}", argument="x"
+            )
         if self.unit == "token":
             spans = _token_spans(self.tokenizer, x)
         else:
@@ -161,7 +166,8 @@ class Text:
             spans = [match.span() for match in pattern.finditer(x)]
         if not spans:
             raise InvalidArgumentError(
-                f"x has no {self.unit}s to explain (got {x[:40]!r}); pass a non-empty passage"
+                f"x has no {self.unit}s to explain (got {x[:40]!r}); pass a non-empty passage",
+                argument="x",
             )
         return TextUnits(x, spans)
 
@@ -186,7 +192,8 @@ class Text:
             if masks.ndim != 2 or masks.shape[1] != n:
                 raise InvalidArgumentError(
                     f"masks must have shape [k, {n}] (one column per {self.unit}), got "
-                    f"{masks.shape}"
+                    f"{masks.shape}",
+                    argument="masks",
                 )
 
             def chunk(start: int, stop: int) -> np.ndarray:
@@ -229,7 +236,8 @@ def _token_spans(tokenizer: Any, text: str) -> list[tuple[int, int]]:
     except (NotImplementedError, TypeError, ValueError) as err:
         raise InvalidArgumentError(
             "tokenizer: unit='token' needs a Hugging Face fast tokenizer, which reports each "
-            f"token's character offsets ({type(err).__name__}: {err})"
+            f"token's character offsets ({type(err).__name__}: {err})",
+            argument="tokenizer",
         ) from err
     spans = [(int(start), int(end)) for start, end in encoded["offset_mapping"] if end > start]
     merged: list[tuple[int, int]] = []

@@ -196,17 +196,20 @@ def as_2d_array(data: Any, name: str) -> tuple[np.ndarray, list[str] | None]:
     array = np.asarray(data)
     if array.dtype.kind not in _NUMERIC_KINDS:
         raise InvalidTypeError(
-            f"{name} must hold numbers (bool, integer or float), got dtype {array.dtype}"
+            f"{name} must hold numbers (bool, integer or float), got dtype {array.dtype}",
+            argument=name,
         )
     if array.ndim == 1:
         array = array[None, :]
     if array.ndim != 2:
         raise InvalidArgumentError(
-            f"{name} must be 1-D (one row) or 2-D [rows, features], got shape {array.shape}"
+            f"{name} must be 1-D (one row) or 2-D [rows, features], got shape {array.shape}",
+            argument=name,
         )
     if array.shape[0] == 0 or array.shape[1] == 0:
         raise InvalidArgumentError(
-            f"{name} must have at least one row and one feature, got shape {array.shape}"
+            f"{name} must have at least one row and one feature, got shape {array.shape}",
+            argument=name,
         )
     return array, names
 
@@ -217,19 +220,21 @@ def _foreign_2d(data: Any, name: str) -> Any:
 
     xp = array_api_compat.array_namespace(data)
     if not (xp.isdtype(data.dtype, "numeric") or xp.isdtype(data.dtype, "bool")):
-        raise InvalidTypeError(f"{name} must hold numbers, got dtype {data.dtype}")
+        raise InvalidTypeError(f"{name} must hold numbers, got dtype {data.dtype}", argument=name)
     if data.ndim == 1:
         data = xp.reshape(data, (1, -1))
     if data.ndim != 2 or data.shape[0] == 0 or data.shape[1] == 0:
         raise InvalidArgumentError(
             f"{name} must be 1-D (one row) or 2-D [rows, features] with at least one row and "
-            f"feature, got shape {tuple(data.shape)}"
+            f"feature, got shape {tuple(data.shape)}",
+            argument=name,
         )
     return data
 
 
-def check_finite(array: Any, name: str) -> None:
-    """Raise :class:`InvalidArgumentError` naming ``name`` if ``array`` has NaN or inf entries.
+def check_finite(array: Any, name: str, argument: str | None = None) -> None:
+    """Raise :class:`InvalidArgumentError` naming ``name`` if ``array`` has NaN or inf entries;
+    its ``.argument`` is ``argument`` (default ``name``).
 
     Works on NumPy arrays and on arrays of any array-API library (checked on their device).
 
@@ -242,7 +247,9 @@ def check_finite(array: Any, name: str) -> None:
 
         xp = array_api_compat.array_namespace(array)
         if xp.isdtype(array.dtype, "real floating") and not bool(xp.all(xp.isfinite(array))):
-            raise InvalidArgumentError(f"{name} contains NaN or infinite values")
+            raise InvalidArgumentError(
+                f"{name} contains NaN or infinite values", argument=argument or name
+            )
         return
     if array.dtype.kind != "f":
         return
@@ -250,7 +257,8 @@ def check_finite(array: Any, name: str) -> None:
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         raise InvalidArgumentError(
-            f"{name} contains {int(bad.sum())} NaN or infinite value(s), first at index {first}"
+            f"{name} contains {int(bad.sum())} NaN or infinite value(s), first at index {first}",
+            argument=argument or name,
         )
 
 
@@ -300,10 +308,11 @@ def check_outputs(outputs: Any, expected_rows: int, name: str) -> np.ndarray:
         values = to_host(outputs)
     except (TypeError, ValueError) as err:
         raise InvalidTypeError(
-            f"{name} must return numbers convertible to float64, got {type(outputs).__name__}"
+            f"{name} must return numbers convertible to float64, got {type(outputs).__name__}",
+            argument=name,
         ) from err
     check_outputs_shape(values.shape, expected_rows, name)
-    check_finite(values, f"{name} output")
+    check_finite(values, f"{name} output", name)
     return values
 
 
@@ -318,7 +327,8 @@ def check_outputs_shape(shape: tuple[int, ...], expected_rows: int, name: str) -
     if len(shape) not in (1, 2) or shape[0] != expected_rows:
         raise InvalidArgumentError(
             f"{name} must return an array of shape [{expected_rows}] or [{expected_rows}, k] "
-            f"for {expected_rows} input rows, got shape {tuple(shape)}"
+            f"for {expected_rows} input rows, got shape {tuple(shape)}",
+            argument=name,
         )
 
 

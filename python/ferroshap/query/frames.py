@@ -125,18 +125,21 @@ class FrameSchema:
         if other.library != self.library:
             raise InvalidTypeError(
                 f"{name} is a {other.library} DataFrame but {reference} is a {self.library} "
-                f"DataFrame; pass both from the same library"
+                f"DataFrame; pass both from the same library",
+                argument=name,
             )
         if other.columns != self.columns:
             raise InvalidArgumentError(
                 f"{name} columns {other.columns} differ from {reference} columns "
-                f"{self.columns}; they must have the same names in the same order"
+                f"{self.columns}; they must have the same names in the same order",
+                argument=name,
             )
         for column, mine, theirs in zip(self.columns, self.dtypes, other.dtypes, strict=True):
             if str(mine) != str(theirs):
                 raise InvalidTypeError(
                     f"{name} column {column!r} has dtype {theirs} but {reference} column "
-                    f"{column!r} has dtype {mine}; cast them to one dtype"
+                    f"{column!r} has dtype {mine}; cast them to one dtype",
+                    argument=name,
                 )
 
     def one_row(self, series: Any, name: str, reference: str) -> Any:
@@ -430,7 +433,9 @@ def check_frame_finite(frame: Any, schema: FrameSchema, name: str) -> None:
             continue
         values = np.asarray(column.to_numpy())
         if values.dtype.kind == "f" and not np.isfinite(values).all():
-            raise InvalidArgumentError(f"{name} column {label!r} contains NaN or infinite values")
+            raise InvalidArgumentError(
+                f"{name} column {label!r} contains NaN or infinite values", argument=name
+            )
 
 
 def frame_to_numpy(frame: Any) -> np.ndarray:
@@ -492,7 +497,8 @@ def read_table(data: Any, name: str) -> Table:
     schema = FrameSchema.of(data)
     if data.shape[0] == 0 or data.shape[1] == 0:
         raise InvalidArgumentError(
-            f"{name} must have at least one row and one column, got shape {data.shape}"
+            f"{name} must have at least one row and one column, got shape {data.shape}",
+            argument=name,
         )
     if schema.is_numeric:
         array, names = as_2d_array(data, name)
@@ -514,14 +520,16 @@ def read_rows_like(data: Any, reference: Table, name: str, reference_name: str) 
         raise InvalidTypeError(
             f"{name} must be a {reference.schema.library} DataFrame with columns "
             f"{reference.schema.columns} like {reference_name} (its columns are not all "
-            f"numbers), or one row of them as a Series"
+            f"numbers), or one row of them as a Series",
+            argument=name,
         )
     if reference.schema is not None and table.schema is not None:
         reference.schema.check_matches(table.schema, name, reference_name)
     elif table.n_columns != reference.n_columns:
         raise InvalidArgumentError(
             f"{name} has {table.n_columns} features but {reference_name} has "
-            f"{reference.n_columns}; they must match"
+            f"{reference.n_columns}; they must match",
+            argument=name,
         )
     return table
 

@@ -20,7 +20,7 @@ import numpy as np
 from ferroshap.errors import DeviceMemoryError, InvalidArgumentError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, progress_bar
 from ferroshap.query.heap import warm_heap
-from ferroshap.validation import check_int
+from ferroshap.validation import check_flag, check_int
 
 __all__ = ["DEFAULT_OPTIONS", "QueryOptions", "query", "single_output", "units_per_call"]
 
@@ -56,7 +56,7 @@ class QueryOptions:
         return cls(
             None if batch_size is None else check_int(batch_size, "batch_size", 1),
             check_int(max_bytes, "max_bytes", 1),
-            bool(progress),
+            check_flag(progress, "progress"),
         )
 
 
@@ -145,17 +145,22 @@ def _halved(per_call: int, unit_rows: int, error: BaseException) -> int:
     ) from error
 
 
-def single_output(values: np.ndarray, what: str, per: str) -> np.ndarray:
+def single_output(values: np.ndarray, what: str, per: str, argument: str) -> np.ndarray:
     """Column 0 of ``values [m, k]`` as a contiguous ``[m]``, or an error saying that ``what``
-    (``"the game"``, ``"model"``) must return one value per ``per`` (``"coalition"``, ...).
+    (``"the game"``, ``"model"``) must return one value per ``per`` (``"coalition"``, ...),
+    with ``argument`` as the error's ``.argument``. When that is ``"output_index"`` (a model
+    the caller may pick one output of), the message says so.
 
     Examples
     --------
-    >>> single_output(np.ones((2, 1)), "the game", "coalition")
+    >>> single_output(np.ones((2, 1)), "the game", "coalition", "game")
     array([1., 1.])
     """
     if values.ndim != 2 or values.shape[1] != 1:
+        hint = "; pick one output with output_index=" if argument == "output_index" else ""
         raise InvalidArgumentError(
-            f"{what} must return one value per {per} ([m] or [m, 1]), got shape {values.shape}"
+            f"{what} must return one value per {per} ([m] or [m, 1]), got shape "
+            f"{values.shape}{hint}",
+            argument=argument,
         )
     return np.ascontiguousarray(values[:, 0])

@@ -19,6 +19,7 @@ import numpy as np
 
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import ArrayBackend
+from ferroshap.validation import check_choice, check_output_index
 
 __all__ = ["MODEL_OUTPUTS", "ModelFunction", "as_model_function", "resolve_model"]
 
@@ -72,7 +73,7 @@ def _torch_module_placement(model: Any) -> tuple[ArrayBackend, Any] | None:
 
 
 def resolve_model(
-    model: Any, model_output: str = "auto", output_index: int | None = None
+    model: Any, model_output: str = "auto", output_index: int | None = None, name: str = "model"
 ) -> ModelFunction:
     """The function that ferroshap calls for ``model``.
 
@@ -85,6 +86,8 @@ def resolve_model(
         One of :data:`MODEL_OUTPUTS`.
     output_index
         Keep only this output column of a model returning ``[rows, k]``.
+    name
+        The model's argument name in the caller's signature, for errors.
 
     Examples
     --------
@@ -93,18 +96,16 @@ def resolve_model(
     >>> fn(np.ones((2, 3)))
     array([3., 3.])
     """
-    if model_output not in MODEL_OUTPUTS:
-        raise InvalidArgumentError(
-            f"model_output must be one of {', '.join(map(repr, MODEL_OUTPUTS))}; "
-            f"got {model_output!r}"
-        )
+    check_choice(model_output, "model_output", MODEL_OUTPUTS)
+    index = check_output_index(output_index)
     placement = _torch_module_placement(model)
     if model_output in ("predict", "predict_proba", "decision_function"):
         function = getattr(model, model_output, None)
         if not callable(function):
             raise InvalidTypeError(
-                f"model_output={model_output!r} but the model ({type(model).__name__}) has no "
-                f"{model_output} method"
+                f"model_output={model_output!r} but the {name} ({type(model).__name__}) has no "
+                f"{model_output} method",
+                argument="model_output",
             )
     elif model_output == "auto" and placement is None and _is_classifier(model):
         function = model.predict_proba
@@ -114,10 +115,11 @@ def resolve_model(
         function = model
     if not callable(function):
         raise InvalidTypeError(
-            f"model must be callable or have a predict method, got {type(model).__name__}"
+            f"{name} must be callable or have a predict method, got {type(model).__name__}",
+            argument=name,
         )
-    if output_index is not None:
-        function = _select_output(function, output_index)
+    if index is not None:
+        function = _select_output(function, index)
     backend, dtype = placement if placement is not None else (None, None)
     return ModelFunction(function, backend, dtype)
 
@@ -149,7 +151,8 @@ def _select_output(function: Callable[[Any], Any], index: int) -> Callable[[Any]
         if getattr(out, "ndim", 1) != 2 or not -out.shape[1] <= index < out.shape[1]:
             raise InvalidArgumentError(
                 f"output_index={index} needs a model returning [rows, k] with k > {index}, "
-                f"got shape {tuple(getattr(out, 'shape', ()))}"
+                f"got shape {tuple(getattr(out, 'shape', ()))}",
+                argument="output_index",
             )
         return out[:, index]
 

@@ -7,7 +7,6 @@ values and faithfulness use every selected term, not only the truncated ``values
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.errors import InvalidArgumentError
 from ferroshap.groups import read_groups
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
 from ferroshap.query.games import RawGame
 from ferroshap.query.loop import QueryOptions, single_output
-from ferroshap.validation import check_int
+from ferroshap.validation import ORDER_LIMIT, check_callable, check_choice, check_int
 
 __all__ = ["INDICES", "PLOT_KINDS", "Interactions", "exact_interactions"]
 
@@ -31,24 +30,6 @@ PLOT_KINDS: tuple[str, ...] = ("bar", "network")
 """The kinds :meth:`Interactions.plot` draws."""
 
 Key = tuple[int, ...]
-
-
-def check_index(index: Any) -> str:
-    """Return ``index`` if it is one of :data:`INDICES`, else raise naming the valid ones."""
-    if not isinstance(index, str) or index not in INDICES:
-        raise InvalidArgumentError(
-            f"index must be one of {', '.join(map(repr, INDICES))}; got {index!r}"
-        )
-    return index
-
-
-def check_order(max_order: Any) -> int:
-    """Return ``max_order`` as an int ≥ 1, else raise."""
-    if isinstance(max_order, bool) or not isinstance(max_order, numbers.Integral):
-        raise InvalidTypeError(f"max_order must be an int, got {type(max_order).__name__}")
-    if max_order < 1:
-        raise InvalidArgumentError(f"max_order must be at least 1, got {max_order}")
-    return int(max_order)
 
 
 def r_squared(y: np.ndarray, fitted: np.ndarray) -> float:
@@ -180,8 +161,7 @@ class Interactions:
         >>> iv.faithfulness(game, np.random.default_rng(0).random((50, 4)) < 0.5)
         1.0
         """
-        if not callable(game):
-            raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
+        check_callable(game, "game")
         masks = _check_masks(masks, self.n_players)
         values = RawGame(game, self.n_players).evaluate(masks)
         if values.shape[1] != 1:
@@ -259,10 +239,7 @@ class Interactions:
         >>> ax = iv.plot(kind="network")  # nodes 0, 1, 2; one edge, between 0 and 1
         >>> plt.close(ax.figure)
         """
-        if not isinstance(kind, str) or kind not in PLOT_KINDS:
-            raise InvalidArgumentError(
-                f"kind must be one of {', '.join(map(repr, PLOT_KINDS))}; got {kind!r}"
-            )
+        check_choice(kind, "kind", PLOT_KINDS)
         k = check_int(k, "k", 1)
         if kind == "network" and self.max_order < 2:
             raise InvalidArgumentError(
@@ -375,10 +352,14 @@ def _check_masks(masks: Any, n: int) -> np.ndarray:
     array = np.asarray(masks)
     if array.dtype != np.bool_:
         if array.dtype.kind not in "biu" or not np.isin(array, (0, 1)).all():
-            raise InvalidArgumentError(f"masks must be boolean (or 0/1), got dtype {array.dtype}")
+            raise InvalidArgumentError(
+                f"masks must be boolean (or 0/1), got dtype {array.dtype}", argument="masks"
+            )
         array = array.astype(bool)
     if array.ndim != 2 or array.shape[1] != n:
-        raise InvalidArgumentError(f"masks must have shape [m, {n}], got {array.shape}")
+        raise InvalidArgumentError(
+            f"masks must have shape [m, {n}], got {array.shape}", argument="masks"
+        )
     return np.ascontiguousarray(array)
 
 
@@ -432,22 +413,25 @@ def exact_interactions(
     >>> iv.values
     {(0,): 0.5, (1,): 0.5, (2,): 1.0, (0, 1): 1.0}
     """
-    if not callable(game):
-        raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
+    check_callable(game, "game")
     n_features = check_int(n_players, "n_players", 1)
     grouped = None if groups is None else read_groups(groups, None, n_features)
     n = n_features if grouped is None else grouped.n_players
     if n > _core.MAX_TABLE_PLAYERS:
         raise InvalidArgumentError(
             f"n_players must be between 1 and {_core.MAX_TABLE_PLAYERS} for exact enumeration, "
-            f"got {n}"
+            f"got {n}",
+            argument="n_players",
         )
-    index, max_order = check_index(index), check_order(max_order)
+    index, max_order = (
+        check_choice(index, "index", INDICES),
+        check_int(max_order, "max_order", 1, ORDER_LIMIT),
+    )
     options = QueryOptions.checked(batch_size, max_bytes, progress)
     memory.check("exact_interactions", memory.exact_estimate(n), max_memory, n=n)
     masks = all_masks(n) if grouped is None else grouped.expand(all_masks(n))
     table = RawGame(game, n_features, options=options).evaluate(masks)
-    values = single_output(table, "game", "coalition")
+    values = single_output(table, "game", "coalition", "game")
     keys, result, baseline, order = _core.exact_interactions(values, n, index, max_order)
     return Interactions(
         values=dict(zip(keys, result.tolist(), strict=True)),

@@ -14,7 +14,7 @@ import numpy as np
 
 from ferroshap import _core, memory
 from ferroshap.datasets.chunks import fingerprint
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.errors import InvalidArgumentError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.maskers.tabular import Masker, check_masker, player_names
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend
@@ -26,9 +26,14 @@ from ferroshap.results.explanation import Explanation
 from ferroshap.sampling.auto import AUTO, Recipe, resolve
 from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit
 from ferroshap.validation import (
+    BUDGET_LIMIT,
     Seed,
+    check_callable,
+    check_choice,
+    check_flag,
     check_int,
     check_int_seed,
+    check_names,
     check_seed,
     draw_seed,
 )
@@ -168,15 +173,13 @@ class Explainer:
         if max_memory is not None:
             memory.resolve_max_memory(max_memory)
         self.max_memory = max_memory
-        if link not in LINKS:
-            raise InvalidArgumentError(f"link must be one of {LINKS}; got {link!r}")
-        self.link = link
+        self.link = check_choice(link, "link", LINKS)
         self._model = resolve_model(model, model_output, output_index)
         self.masker = masker
         self.seed = check_seed(seed)
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
-        self.paired = bool(paired)
-        self.per_row_design = bool(per_row_design)
+        self.paired = check_flag(paired, "paired")
+        self.per_row_design = check_flag(per_row_design, "per_row_design")
         if masker is not None:
             self._init_masker(masker, background, method, budget, feature_names, groups)
             self.cross_fit = check_cross_fit(cross_fit, method)
@@ -184,7 +187,8 @@ class Explainer:
         if background is None:
             raise InvalidArgumentError(
                 "background is required (the rows that replace masked features), unless a "
-                "masker is given (masker=fs.maskers.Text(), Image(...), ...)"
+                "masker is given (masker=fs.maskers.Text(), Image(...), ...)",
+                argument="background",
             )
         self._table: Table | None = read_table(background, "background")
         self._background = self._model.place(self._table.values)
@@ -194,11 +198,12 @@ class Explainer:
         self._constant_columns = np.all(_identical(host, self._background_row), axis=0)
         n_features = self._table.n_columns
         if feature_names is not None:
-            feature_names = [str(name) for name in feature_names]
+            feature_names = check_names(feature_names, "feature_names")
             if len(feature_names) != n_features:
                 raise InvalidArgumentError(
                     f"feature_names has {len(feature_names)} names but background has "
-                    f"{n_features} features"
+                    f"{n_features} features",
+                    argument="feature_names",
                 )
         names = feature_names or self._table.names
         self.groups = None if groups is None else read_groups(groups, names, n_features)
@@ -230,14 +235,15 @@ class Explainer:
             if value is not None:
                 raise InvalidArgumentError(
                     f"{name} cannot be combined with masker=: the masker decides the players "
-                    "and what replaces them"
+                    "and what replaces them",
+                    argument=name,
                 )
         _check_method(method, 1)
         self._table = None
         self.groups = None
         self.feature_names = None
         self.method = method
-        self.budget = check_int(budget, "budget", 2)
+        self.budget = check_int(budget, "budget", 2, BUDGET_LIMIT)
 
     @property
     def n_players(self) -> int:
@@ -258,12 +264,14 @@ class Explainer:
         check_int_seed(self)
         if self._table is None:
             raise InvalidArgumentError(
-                "explainer: datasets need an explainer with a background, not a masker"
+                "explainer: datasets need an explainer with a background, not a masker",
+                argument="explainer",
             )
         n_inputs = self._table.n_columns
         if len(columns) != n_inputs:
             raise InvalidArgumentError(
-                f"columns: {len(columns)} columns for an explainer of {n_inputs} features"
+                f"columns: {len(columns)} columns for an explainer of {n_inputs} features",
+                argument="columns",
             )
         players = columns if self.groups is None else self.groups.names
         schema = self._table.schema
@@ -277,7 +285,8 @@ class Explainer:
             explanation = self(chunk)
             if explanation.values.ndim != 2:
                 raise InvalidArgumentError(
-                    "model: datasets need a model with one output (use output_index=...)"
+                    "model: datasets need a model with one output (use output_index=...)",
+                    argument="output_index",
                 )
             return explanation.values, explanation.base_values
 
@@ -327,7 +336,8 @@ class Explainer:
         if not x_backend.same_as(background_backend):
             raise InvalidArgumentError(
                 f"X is a {x_backend.describe()} array but background is "
-                f"{background_backend.describe()}; pass both from the same library and device"
+                f"{background_backend.describe()}; pass both from the same library and device",
+                argument="X",
             )
         n = self.n_players
         game = TabularGame(
@@ -449,7 +459,9 @@ class Explainer:
         function, n = self.masker.game(self._model, x)
         names = player_names(self.masker, x) or [f"x{i}" for i in range(n)]
         if len(names) != n:
-            raise InvalidArgumentError(f"masker: {len(names)} player names for {n} players")
+            raise InvalidArgumentError(
+                f"masker: {len(names)} player names for {n} players", argument="masker"
+            )
         _check_method(self.method, n)
         budget = _check_budget(self.budget, self.method, n)
         raw = RawGame(_linked(function, self.link), n, options=self.options)
@@ -565,8 +577,7 @@ def shapley_values(
     >>> fs.shapley_values(lambda masks: masks.all(axis=1) * 1.0, 3, method="exact")
     array([0.33333333, 0.33333333, 0.33333333])
     """
-    if not callable(game):
-        raise InvalidTypeError(f"game must be callable, got {type(game).__name__}")
+    check_callable(game, "game")
     n_features = check_int(n_players, "n_players", 1)
     options = QueryOptions.checked(batch_size, max_bytes, progress)
     grouped = None if groups is None else read_groups(groups, None, n_features)
@@ -581,7 +592,7 @@ def shapley_values(
         method,
         budget,
         check_seed(seed),
-        bool(paired),
+        check_flag(paired, "paired"),
         cross_fit,
         max_memory,
         "shapley_values",
@@ -628,23 +639,22 @@ def _expand(masks: np.ndarray, groups: Groups | None) -> np.ndarray:
 
 
 def _check_method(method: str, n: int) -> None:
-    valid = [AUTO, *_core.METHODS, *PROXY_METHODS]
-    if method not in valid:
-        raise InvalidArgumentError(
-            f"method must be one of {', '.join(map(repr, valid))}; got {method!r}"
-        )
+    check_choice(method, "method", [AUTO, *_core.METHODS, *PROXY_METHODS])
     if method == "exact" and n > _core.MAX_EXACT_PLAYERS:
         raise InvalidArgumentError(
             f"method='exact' enumerates all 2**n coalitions and supports at most "
-            f"{_core.MAX_EXACT_PLAYERS} features; got n={n}"
+            f"{_core.MAX_EXACT_PLAYERS} features; got n={n}",
+            argument="method",
         )
 
 
 def _check_budget(budget: Any, method: str, n: int) -> int:
-    value = check_int(budget, "budget", 2)
+    value = check_int(budget, "budget", 2, BUDGET_LIMIT)
     if method == "permutation" and value < 2 * n:
         raise InvalidArgumentError(
-            f"budget must be at least 2n = {2 * n} for method='permutation' with n={n}, got {value}"
+            f"budget must be at least 2n = {2 * n} for method='permutation' with n={n}, "
+            f"got {value}",
+            argument="budget",
         )
     return value
 

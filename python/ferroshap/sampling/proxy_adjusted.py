@@ -139,7 +139,8 @@ def check_cross_fit(cross_fit: Any, method: str) -> int | None:
     folds = check_int(cross_fit, "cross_fit", 2)
     if method != "tree-msr":
         raise InvalidArgumentError(
-            f"cross_fit applies to method='tree-msr' only; got method={method!r}"
+            f"cross_fit applies to method='tree-msr' only; got method={method!r}",
+            argument="cross_fit",
         )
     return folds
 

@@ -29,18 +29,21 @@ class SequenceCodec:
         else:
             raise InvalidTypeError(
                 "alphabet must be a string of letters or a sequence of one-character strings, "
-                f"got {alphabet!r}"
+                f"got {alphabet!r}",
+                argument="alphabet",
             )
         for position, letter in enumerate(letters):
             first = letters.index(letter)
             if first != position:
                 raise InvalidArgumentError(
                     f"alphabet has the letter {letter!r} twice (positions {first} and "
-                    f"{position}); letters must be distinct"
+                    f"{position}); letters must be distinct",
+                    argument="alphabet",
                 )
         if not 2 <= len(letters) <= 256:
             raise InvalidArgumentError(
-                f"alphabet must have 2 to 256 letters, got {len(letters)}: {alphabet!r}"
+                f"alphabet must have 2 to 256 letters, got {len(letters)}: {alphabet!r}",
+                argument="alphabet",
             )
         self.letters = letters
         self.length = length
@@ -58,7 +61,9 @@ class SequenceCodec:
         if hasattr(sequences, "dtype") and hasattr(sequences, "to_list"):  # polars Series
             if sequences.null_count():
                 row = int(sequences.is_null().arg_max())
-                raise InvalidArgumentError(f"{name}: sequence {offset + row} is missing (null)")
+                raise InvalidArgumentError(
+                    f"{name}: sequence {offset + row} is missing (null)", argument=name
+                )
             sequences = (
                 sequences.to_list() if sequences.dtype == _polars_string() else sequences.to_numpy()
             )
@@ -71,14 +76,17 @@ class SequenceCodec:
         if not isinstance(sequences, Sequence) or not all(isinstance(s, str) for s in sequences):
             raise InvalidTypeError(
                 f"{name} must be a list of strings, an integer code array [rows, {self.length}] "
-                f"or a polars Series, got {type(sequences).__name__}"
+                f"or a polars Series, got {type(sequences).__name__}",
+                argument=name,
             )
         lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
         wrong = np.flatnonzero(lengths != self.length)
         if wrong.size:
             row = int(wrong[0])
             raise InvalidArgumentError(
-                f"{name}: sequence {offset + row} has length {lengths[row]}, expected {self.length}"
+                f"{name}: sequence {offset + row} has length {lengths[row]}, expected "
+                f"{self.length}",
+                argument=name,
             )
         flat = np.frombuffer("".join(sequences).encode("utf-32-le"), dtype=np.uint32)
         points = flat.reshape(len(sequences), self.length)
@@ -88,7 +96,8 @@ class SequenceCodec:
             row, position = (int(i) for i in np.argwhere(unknown)[0])
             raise InvalidArgumentError(
                 f"{name}: sequence {offset + row} has the letter {chr(points[row, position])!r} "
-                f"at position {position}, which is not in the alphabet {''.join(self.letters)!r}"
+                f"at position {position}, which is not in the alphabet {''.join(self.letters)!r}",
+                argument=name,
             )
         return self._order[at]
 
@@ -97,14 +106,16 @@ class SequenceCodec:
             codes = codes[None, :]
         if codes.ndim != 2 or codes.shape[1] != self.length:
             raise InvalidArgumentError(
-                f"{name}: expected codes of shape [rows, {self.length}], got shape {codes.shape}"
+                f"{name}: expected codes of shape [rows, {self.length}], got shape {codes.shape}",
+                argument=name,
             )
         bad = (codes < 0) | (codes >= self.q)
         if bad.any():
             row, position = (int(i) for i in np.argwhere(bad)[0])
             raise InvalidArgumentError(
                 f"{name}: sequence {offset + row} has code {codes[row, position]} at position "
-                f"{position}, outside the alphabet's codes 0..{self.q - 1}"
+                f"{position}, outside the alphabet's codes 0..{self.q - 1}",
+                argument=name,
             )
         return np.ascontiguousarray(codes, dtype=np.uint8)
 
@@ -172,7 +183,7 @@ class SequenceInteractions:
         (``None``), built like :meth:`ferroshap.Interactions.to_shapiq`."""
         rows = range(len(self)) if row is None else [check_int(row, "row", 0)]
         if row is not None and row >= len(self):
-            raise InvalidArgumentError(f"row must be below {len(self)}, got {row}")
+            raise InvalidArgumentError(f"row must be below {len(self)}, got {row}", argument="row")
         max_order = self.max_order or max((len(key) for key in self.keys), default=0)
         converted = [
             shapiq_values(

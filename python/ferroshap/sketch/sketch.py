@@ -25,7 +25,17 @@ from ferroshap.query.loop import QueryOptions, query, single_output, units_per_c
 from ferroshap.query.models import resolve_model
 from ferroshap.results.explanation import Explanation
 from ferroshap.sketch.codec import SequenceCodec, SequenceInteractions
-from ferroshap.validation import Seed, check_int, check_seed, draw_seed, one_spelling
+from ferroshap.validation import (
+    BUDGET_LIMIT,
+    ORDER_LIMIT,
+    ROWS_LIMIT,
+    Seed,
+    check_choice,
+    check_int,
+    check_seed,
+    draw_seed,
+    one_spelling,
+)
 
 __all__ = ["FORMAT_VERSION", "MAGIC", "FourierSketch", "SequenceInteractions"]
 
@@ -130,12 +140,9 @@ class FourierSketch:
             )
         length = check_int(n_players, "n_players", 1)
         codec = SequenceCodec(alphabet, length)
-        budget = check_int(budget, "budget", 1)
-        if budget >= 2**64:
-            raise InvalidArgumentError(f"budget must be below 2**64, got {budget}")
-        if input not in _INPUTS:
-            raise InvalidArgumentError(f"input must be 'str' or 'codes', got {input!r}")
-        offsets = check_int(offsets, "offsets", 1)
+        budget = check_int(budget, "budget", 1, BUDGET_LIMIT)
+        check_choice(input, "input", _INPUTS)
+        offsets = check_int(offsets, "offsets", 1, budget + 1)  # each offset costs queries
         options = QueryOptions.checked(batch_size, max_bytes, progress)
         per_call = units_per_call(
             options, unit_bytes=length * (4 if input == "str" else 1), unit_rows=1
@@ -166,7 +173,7 @@ class FourierSketch:
             with predict.inference():
                 outputs = predict.function(inputs)
             values = check_outputs(outputs, len(batch), "model").reshape(len(batch), -1)
-            return single_output(values, "model", "sequence")[:, None]
+            return single_output(values, "model", "sequence", "output_index")[:, None]
 
         values = query(
             len(queries), per_call, chunk_values, progress=options.progress, desc="sketch queries"
@@ -252,12 +259,13 @@ class FourierSketch:
         truth = np.asarray(y, dtype=np.float64).reshape(-1)
         if truth.shape != predicted.shape:
             raise InvalidArgumentError(
-                f"y must have one value per sequence ({len(predicted)}), got shape {truth.shape}"
+                f"y must have one value per sequence ({len(predicted)}), got shape {truth.shape}",
+                argument="y",
             )
         check_finite(truth, "y")
         spread = float(((truth - truth.mean()) ** 2).sum())
         if spread == 0:
-            raise InvalidArgumentError("y is constant; R² is undefined")
+            raise InvalidArgumentError("y is constant; R² is undefined", argument="y")
         return 1.0 - float(((truth - predicted) ** 2).sum()) / spread
 
     # ---- explanations -------------------------------------------------------------------
@@ -321,12 +329,8 @@ class FourierSketch:
             Shared ``keys`` and a ``values`` array ``(rows, len(keys))``.
         """
         if max_order is not None:
-            max_order = check_int(max_order, "max_order", 1)
-        if index not in _core.INTERACTION_INDICES:
-            raise InvalidArgumentError(
-                f"index must be one of {', '.join(map(repr, _core.INTERACTION_INDICES))}; "
-                f"got {index!r}"
-            )
+            max_order = check_int(max_order, "max_order", 1, ORDER_LIMIT)
+        check_choice(index, "index", _core.INTERACTION_INDICES)
         codes = self.encode(sequences)
         keys, values = self._spectrum.interactions(codes, max_order, index)
         return SequenceInteractions(
@@ -374,9 +378,11 @@ class FourierSketch:
         """
         import polars as pl
 
-        chunk_size = check_int(chunk_size, "chunk_size", 1)
+        chunk_size = check_int(chunk_size, "chunk_size", 1, ROWS_LIMIT)
         if not isinstance(column, str):
-            raise InvalidTypeError(f"column must be a string, got {type(column).__name__}")
+            raise InvalidTypeError(
+                f"column must be a string, got {type(column).__name__}", argument="column"
+            )
         key_columns = [column] if keys is None else [str(k) for k in keys]
         needed = list(dict.fromkeys([*key_columns, column]))
         bg = self._background(background)
@@ -417,7 +423,8 @@ class FourierSketch:
         ``columns`` is the one sequence column."""
         if len(columns) != 1:
             raise InvalidArgumentError(
-                f"columns: a FourierSketch explains one sequence column, got {columns}"
+                f"columns: a FourierSketch explains one sequence column, got {columns}",
+                argument="columns",
             )
 
         def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -474,15 +481,20 @@ class FourierSketch:
             if isinstance(err, FileNotFoundError):
                 raise
             raise InvalidArgumentError(
-                f"path: {where} is not a saved FourierSketch (not a readable .npz file: {err})"
+                f"path: {where} is not a saved FourierSketch (not a readable .npz file: {err})",
+                argument="path",
             ) from err
         if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise InvalidArgumentError(f"path: {where} is not a saved FourierSketch (not an .npz)")
+            raise InvalidArgumentError(
+                f"path: {where} is not a saved FourierSketch (not an .npz)", argument="path"
+            )
         with archive:
             try:
                 fields = {name: archive[name] for name in archive.files}
             except (ValueError, OSError, zipfile.BadZipFile) as err:
-                raise InvalidArgumentError(f"path: {where} is corrupt: {err}") from err
+                raise InvalidArgumentError(
+                    f"path: {where} is corrupt: {err}", argument="path"
+                ) from err
         return cls._from_fields(fields, where)
 
     @classmethod
@@ -490,25 +502,29 @@ class FourierSketch:
         def field(name: str, kinds: str, ndim: int) -> np.ndarray:
             if name not in fields:
                 raise InvalidArgumentError(
-                    f"path: {where} is not a saved FourierSketch (no {name!r} entry)"
+                    f"path: {where} is not a saved FourierSketch (no {name!r} entry)",
+                    argument="path",
                 )
             value = fields[name]
             if value.dtype.kind not in kinds or value.ndim != ndim:
                 raise InvalidArgumentError(
                     f"path: {where} is corrupt: {name!r} has dtype {value.dtype} and "
-                    f"{value.ndim} dimension(s)"
+                    f"{value.ndim} dimension(s)",
+                    argument="path",
                 )
             return value
 
         if "magic" not in fields or str(fields["magic"]) != MAGIC:
             raise InvalidArgumentError(
-                f"path: {where} is not a saved FourierSketch (no {MAGIC!r} magic string)"
+                f"path: {where} is not a saved FourierSketch (no {MAGIC!r} magic string)",
+                argument="path",
             )
         version = int(field("format_version", "iu", 0))
         if version != FORMAT_VERSION:
             raise InvalidArgumentError(
                 f"path: {where} has sketch format version {version}; this ferroshap reads "
-                f"version {FORMAT_VERSION}"
+                f"version {FORMAT_VERSION}",
+                argument="path",
             )
         alphabet = [str(a) for a in field("alphabet", "U", 1)]
         length, q = int(field("length", "iu", 0)), int(field("q", "iu", 0))
@@ -518,18 +534,22 @@ class FourierSketch:
         try:
             info = json.loads(str(field("metadata", "U", 0)))
         except json.JSONDecodeError as err:
-            raise InvalidArgumentError(f"path: {where} is corrupt: bad metadata ({err})") from err
+            raise InvalidArgumentError(
+                f"path: {where} is corrupt: bad metadata ({err})", argument="path"
+            ) from err
         if len(alphabet) != q:
             raise InvalidArgumentError(
-                f"path: {where} is corrupt: q={q} but the alphabet has {len(alphabet)} letters"
+                f"path: {where} is corrupt: q={q} but the alphabet has {len(alphabet)} letters",
+                argument="path",
             )
         if keys.dtype != np.uint8 or keys.shape != (len(real), length):
             raise InvalidArgumentError(
                 f"path: {where} is corrupt: keys must be uint8 [{len(real)}, {length}], got "
-                f"{keys.dtype} {keys.shape}"
+                f"{keys.dtype} {keys.shape}",
+                argument="path",
             )
         try:
             spectrum = _core.Spectrum(length, q, keys, real, imag, mean)
             return cls(spectrum, alphabet, info if isinstance(info, dict) else {})
         except (InvalidArgumentError, InvalidTypeError) as err:
-            raise InvalidArgumentError(f"path: {where} is corrupt: {err}") from err
+            raise InvalidArgumentError(f"path: {where} is corrupt: {err}", argument="path") from err
