@@ -129,18 +129,22 @@ def plan(
 
 def fill_masked_inputs(
     out: NDArray[np.float32] | NDArray[np.float64],
-    masks: NDArray[np.bool_],
+    masks: NDArray[np.bool_] | Design,
     mask_index: NDArray[np.int64],
     rows: NDArray[np.float32] | NDArray[np.float64],
     row_index: NDArray[np.int64],
     background: NDArray[np.float32] | NDArray[np.float64],
+    player_of_feature: NDArray[np.int64] | None = None,
 ) -> None:
     """Write the interventional game's model inputs for ``k`` (coalition, row) pairs into ``out``.
 
     ``out`` is ``[k * B, n]``: block ``j`` holds ``B`` rows, row ``b`` taking ``rows[row_index[j]]``
-    where ``masks[mask_index[j]]`` is true and ``background[b]`` elsewhere. ``out``, ``rows`` and
-    ``background`` share one float dtype; every array is C-contiguous. Runs in parallel with the
-    GIL released. Raises ``InvalidArgumentError`` naming a misshapen argument or a bad index.
+    where coalition ``mask_index[j]`` holds the feature and ``background[b]`` elsewhere. The
+    coalitions are feature indicators ``bool[m, n]``, or a :class:`Design` read in place (its
+    masks never leave the core), whose players are the features or, with
+    ``player_of_feature`` (``int[n]``), groups of them. ``out``, ``rows`` and ``background``
+    share one float dtype; every array is C-contiguous. Runs in parallel with the GIL released.
+    Raises ``InvalidArgumentError`` naming a misshapen argument or a bad index.
     """
 
 # --- sparse set functions, interactions, ProxySPEX (rust/python/src/proxyspex.rs) ---

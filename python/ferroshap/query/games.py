@@ -51,8 +51,9 @@ class DesignMasks:
 
     :meth:`TabularGame.evaluate` and :meth:`RawGame.evaluate` take it in place of a
     ``bool[m, n]`` array, so a large design is never held as one ``m x n`` array of masks (the
-    design keeps ``n / 8`` bytes per coalition). ``expand`` maps player masks to feature masks
-    (feature groups).
+    design keeps ``n / 8`` bytes per coalition). ``player_of_feature`` (feature groups) says
+    which player each feature belongs to. NumPy float data never read the masks in Python: the
+    compiled core fills the model inputs from the design itself, one call per chunk.
 
     Examples
     --------
@@ -62,17 +63,19 @@ class DesignMasks:
     (12, True)
     """
 
-    def __init__(self, design: Any, expand: Callable[[np.ndarray], np.ndarray] | None = None):
-        self._design = design
-        self._expand = expand
+    def __init__(self, design: Any, player_of_feature: np.ndarray | None = None):
+        self.design = design
+        self.player_of_feature = player_of_feature
 
     def __len__(self) -> int:
-        return int(self._design.n_coalitions)
+        return int(self.design.n_coalitions)
 
     def rows(self, start: int, stop: int) -> np.ndarray:
-        """The masks of coalitions ``start .. stop``."""
-        masks = self._design.masks(start, stop)
-        return masks if self._expand is None else self._expand(masks)
+        """The feature masks of coalitions ``start .. stop``."""
+        masks = self.design.masks(start, stop)
+        if self.player_of_feature is None:
+            return masks
+        return np.ascontiguousarray(masks[:, self.player_of_feature])
 
 
 Masks = np.ndarray | DesignMasks
@@ -100,8 +103,11 @@ class _HostInputs:
         self._masks = np.empty((0, background.shape[1]), bool)
 
     def prepare(self, masks: Masks, rows: np.ndarray | None) -> None:
-        self._source = masks if isinstance(masks, DesignMasks) and rows is None else None
-        if self._source is None:
+        designed = isinstance(masks, DesignMasks)
+        compiled = self.dtype in _COMPILED_DTYPES
+        self._design = masks if designed and compiled else None
+        self._source = masks if designed and not compiled and rows is None else None
+        if not designed or (not compiled and rows is not None):
             self._masks = np.ascontiguousarray(_whole(masks), dtype=bool)
         self._rows = rows
 
@@ -119,13 +125,15 @@ class _HostInputs:
             self._buffer = np.empty(size, self.dtype)
         batch = self._buffer[:size].reshape(stop - start, n_background, n)
         if self.dtype in _COMPILED_DTYPES:
+            design = self._design
             _core.fill_masked_inputs(
                 batch.reshape(-1, n),
-                self._masks,
+                self._masks if design is None else design.design,
                 mask_index.astype(np.int64, copy=False),
                 self.x_rows,
                 row_index.astype(np.int64, copy=False),
                 self.background,
+                None if design is None else design.player_of_feature,
             )
         else:
             np.copyto(batch, self.background[None])

@@ -630,7 +630,7 @@ def _game_values(
 def _design_masks(design: _core.Design, groups: Groups | None) -> DesignMasks:
     """The design's coalitions as the game's masks (feature masks with groups), read in
     chunks."""
-    return DesignMasks(design, None if groups is None else groups.expand)
+    return DesignMasks(design, None if groups is None else groups.player_of_feature)
 
 
 def _expand(masks: np.ndarray, groups: Groups | None) -> np.ndarray:

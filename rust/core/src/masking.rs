@@ -6,16 +6,91 @@
 
 use rayon::prelude::*;
 
+use crate::coalitions::{contains, CoalitionMatrix};
 use crate::error::{CoreError, Result};
 
-/// Where the masked inputs come from: coalitions, explained rows and background, each row-major
-/// with `n_features` columns.
+/// The coalitions whose masked inputs are built: feature indicators, or a design's packed
+/// coalitions of players read in place (so a design's masks never leave the core).
+#[derive(Debug, Clone, Copy)]
+pub enum Coalitions<'a> {
+    /// Indicators `m × n`, row-major: `true` where the feature comes from the explained row.
+    Indicators(&'a [bool]),
+    /// Packed coalitions of players; feature `j` is inside when player `player_of_feature[j]`
+    /// is (each feature its own player when `None`).
+    Packed {
+        /// The coalitions, one per row.
+        matrix: &'a CoalitionMatrix,
+        /// The player of each feature (feature groups), or `None` for one player per feature.
+        player_of_feature: Option<&'a [usize]>,
+    },
+}
+
+impl<'a> Coalitions<'a> {
+    /// Number of coalitions, or an error naming `masks` when the shape does not fit `n`
+    /// features.
+    fn count(&self, n: usize) -> Result<usize> {
+        match *self {
+            Coalitions::Indicators(masks) if masks.len() % n == 0 => Ok(masks.len() / n),
+            Coalitions::Indicators(masks) => Err(CoreError::invalid(
+                "masks",
+                format!("expected {n} columns, got {} values", masks.len()),
+            )),
+            Coalitions::Packed {
+                matrix,
+                player_of_feature,
+            } => {
+                let players = matrix.n_players();
+                match player_of_feature {
+                    None if players == n => Ok(matrix.n_rows()),
+                    None => Err(CoreError::invalid(
+                        "masks",
+                        format!("the design has {players} players but the data {n} features"),
+                    )),
+                    Some(map) if map.len() != n => Err(CoreError::invalid(
+                        "player_of_feature",
+                        format!("expected {n} entries (one per feature), got {}", map.len()),
+                    )),
+                    Some(map) => match map.iter().find(|&&p| p >= players) {
+                        Some(bad) => Err(CoreError::invalid(
+                            "player_of_feature",
+                            format!("{bad} is out of range for {players} players"),
+                        )),
+                        None => Ok(matrix.n_rows()),
+                    },
+                }
+            }
+        }
+    }
+
+    /// The feature indicators of coalition `mask`: borrowed, or unpacked into `scratch`.
+    fn row<'s>(&self, mask: usize, n: usize, scratch: &'s mut [bool]) -> &'s [bool]
+    where
+        'a: 's,
+    {
+        match *self {
+            Coalitions::Indicators(masks) => &masks[mask * n..(mask + 1) * n],
+            Coalitions::Packed {
+                matrix,
+                player_of_feature,
+            } => {
+                let bits = matrix.row(mask);
+                for (j, inside) in scratch.iter_mut().enumerate() {
+                    *inside = contains(bits, player_of_feature.map_or(j, |map| map[j]));
+                }
+                scratch
+            }
+        }
+    }
+}
+
+/// Where the masked inputs come from: coalitions, explained rows and background, the data
+/// row-major with `n_features` columns.
 #[derive(Debug, Clone, Copy)]
 pub struct MaskSources<'a, T> {
     /// Number of features `n`.
     pub n_features: usize,
-    /// Coalition indicators, `m × n`.
-    pub masks: &'a [bool],
+    /// The coalitions.
+    pub masks: Coalitions<'a>,
     /// Explained rows, `R × n`.
     pub rows: &'a [T],
     /// Background rows, `B × n`.
@@ -40,18 +115,23 @@ pub fn fill_masked_inputs<T: Copy + Send + Sync>(
     }
     out.par_chunks_mut(block)
         .zip(mask_index.par_iter().zip(row_index.par_iter()))
-        .for_each(|(dst, (&mi, &ri))| {
-            let mask = &sources.masks[mi * n..(mi + 1) * n];
-            let x = &sources.rows[ri * n..(ri + 1) * n];
-            for (dst_row, bg_row) in dst
-                .chunks_exact_mut(n)
-                .zip(sources.background.chunks_exact(n))
-            {
-                for (((d, &inside), &xi), &bi) in dst_row.iter_mut().zip(mask).zip(x).zip(bg_row) {
-                    *d = if inside { xi } else { bi };
+        .for_each_init(
+            || vec![false; n],
+            |scratch, (dst, (&mi, &ri))| {
+                let mask = sources.masks.row(mi, n, scratch);
+                let x = &sources.rows[ri * n..(ri + 1) * n];
+                for (dst_row, bg_row) in dst
+                    .chunks_exact_mut(n)
+                    .zip(sources.background.chunks_exact(n))
+                {
+                    for (((d, &inside), &xi), &bi) in
+                        dst_row.iter_mut().zip(mask).zip(x).zip(bg_row)
+                    {
+                        *d = if inside { xi } else { bi };
+                    }
                 }
-            }
-        });
+            },
+        );
     Ok(())
 }
 
@@ -78,7 +158,7 @@ fn check_pairs<T>(
             ))
         }
     };
-    let n_masks = rows_of(sources.masks.len(), "masks")?;
+    let n_masks = sources.masks.count(n)?;
     let n_rows = rows_of(sources.rows.len(), "rows")?;
     let n_background = rows_of(sources.background.len(), "background")?;
     if n_background == 0 {
@@ -135,7 +215,7 @@ mod tests {
         let background = [10.0, 20.0, 30.0, 40.0];
         let sources = MaskSources {
             n_features: 2,
-            masks: &masks,
+            masks: Coalitions::Indicators(&masks),
             rows: &rows,
             background: &background,
         };
@@ -158,5 +238,48 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_packed_design_gives_the_inputs_of_its_indicators() {
+        let mut matrix = CoalitionMatrix::new(2);
+        matrix.push(&[0b01]);
+        matrix.push(&[0b10]);
+        let rows = [1.0, 2.0, 3.0];
+        let background = [10.0, 20.0, 30.0];
+        let grouped = Coalitions::Packed {
+            matrix: &matrix,
+            player_of_feature: Some(&[0, 1, 0]),
+        };
+        let indicators = [true, false, true, false, true, false];
+        let fill = |masks| {
+            let sources = MaskSources {
+                n_features: 3,
+                masks,
+                rows: &rows,
+                background: &background,
+            };
+            let mut out = [0.0; 6];
+            fill_masked_inputs(&mut out, sources, &[1, 0], &[0, 0]).map(|()| out)
+        };
+        let expected = fill(Coalitions::Indicators(&indicators)).unwrap();
+        assert_eq!(expected, [10.0, 2.0, 30.0, 1.0, 20.0, 3.0]);
+        assert_eq!(fill(grouped).unwrap(), expected);
+        let bad = Coalitions::Packed {
+            matrix: &matrix,
+            player_of_feature: Some(&[0, 2, 0]),
+        };
+        assert!(matches!(
+            fill(bad).unwrap_err(),
+            CoreError::InvalidArgument {
+                argument: "player_of_feature",
+                ..
+            }
+        ));
+        let ungrouped = Coalitions::Packed {
+            matrix: &matrix,
+            player_of_feature: None,
+        };
+        assert!(fill(ungrouped).is_err());
     }
 }

@@ -24,8 +24,8 @@ use crate::errors::{guarded, to_py_err};
 
 /// A planned design (see `_core.pyi`); its estimator is factorized on first use and cached.
 #[pyclass(frozen, module = "ferroshap._core", name = "Design")]
-struct PyDesign {
-    design: Design,
+pub(crate) struct PyDesign {
+    pub(crate) design: Design,
     solver: Solver,
     estimator: OnceLock<Estimator>,
 }

@@ -1,28 +1,51 @@
 //! Binding of the masked-input builder (`ferroshap-core::masking`) for float32 / float64 data.
 
-use ferroshap_core::masking::{fill_masked_inputs as fill_core, MaskSources};
+use ferroshap_core::masking::{fill_masked_inputs as fill_core, Coalitions, MaskSources};
 use ferroshap_core::CoreError;
 use numpy::{Element, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::errors::{guarded, to_py_err};
+use crate::PyDesign;
 
 /// Fills `out` with the masked inputs of the given (mask, row) pairs; see `_core.pyi`.
 #[pyfunction]
+#[pyo3(signature = (out, masks, mask_index, rows, row_index, background, player_of_feature = None))]
+#[allow(clippy::too_many_arguments)]
 fn fill_masked_inputs(
     py: Python<'_>,
     out: &Bound<'_, PyAny>,
-    masks: PyReadonlyArray2<'_, bool>,
+    masks: &Bound<'_, PyAny>,
     mask_index: PyReadonlyArray1<'_, i64>,
     rows: &Bound<'_, PyAny>,
     row_index: PyReadonlyArray1<'_, i64>,
     background: &Bound<'_, PyAny>,
+    player_of_feature: Option<PyReadonlyArray1<'_, i64>>,
 ) -> PyResult<()> {
     let mask_index = to_indices(py, &mask_index, "mask_index")?;
     let row_index = to_indices(py, &row_index, "row_index")?;
+    let player_of_feature = player_of_feature
+        .map(|map| to_indices(py, &map, "player_of_feature"))
+        .transpose()?;
+    let masks = if let Ok(design) = masks.cast::<PyDesign>() {
+        Masks::Design(design.clone())
+    } else if let Ok(indicators) = masks.extract::<PyReadonlyArray2<'_, bool>>() {
+        if player_of_feature.is_some() {
+            return Err(to_py_err(
+                py,
+                CoreError::invalid("player_of_feature", "applies to a Design's masks only"),
+            ));
+        }
+        Masks::Indicators(indicators)
+    } else {
+        return Err(PyTypeError::new_err(
+            "masks: expected a 2-D bool NumPy array or a Design",
+        ));
+    };
     let pairs = Pairs {
         masks,
+        player_of_feature,
         mask_index,
         row_index,
     };
@@ -37,8 +60,15 @@ fn fill_masked_inputs(
     }
 }
 
+/// The coalitions as Python gave them: indicators, or a planned design read in place.
+enum Masks<'py> {
+    Indicators(PyReadonlyArray2<'py, bool>),
+    Design(Bound<'py, PyDesign>),
+}
+
 struct Pairs<'py> {
-    masks: PyReadonlyArray2<'py, bool>,
+    masks: Masks<'py>,
+    player_of_feature: Option<Vec<usize>>,
     mask_index: Vec<usize>,
     row_index: Vec<usize>,
 }
@@ -52,7 +82,7 @@ fn fill_typed<T: Element + Copy + Send + Sync>(
 ) -> PyResult<()> {
     let rows: PyReadonlyArray2<'_, T> = rows.extract()?;
     let background: PyReadonlyArray2<'_, T> = background.extract()?;
-    let n_features = pairs.masks.as_array().ncols();
+    let n_features = background.as_array().ncols();
     let mut out = out.try_readwrite()?;
     let contiguous = |name: &'static str| {
         to_py_err(
@@ -60,9 +90,28 @@ fn fill_typed<T: Element + Copy + Send + Sync>(
             CoreError::invalid(name, "must be a C-contiguous array".to_string()),
         )
     };
+    let masks = match &pairs.masks {
+        Masks::Indicators(masks) => {
+            let columns = masks.as_array().ncols();
+            if columns != n_features {
+                return Err(to_py_err(
+                    py,
+                    CoreError::invalid(
+                        "masks",
+                        format!("expected {n_features} columns, got {columns}"),
+                    ),
+                ));
+            }
+            Coalitions::Indicators(masks.as_slice().map_err(|_| contiguous("masks"))?)
+        }
+        Masks::Design(design) => Coalitions::Packed {
+            matrix: &design.get().design.coalitions,
+            player_of_feature: pairs.player_of_feature.as_deref(),
+        },
+    };
     let sources = MaskSources {
         n_features,
-        masks: pairs.masks.as_slice().map_err(|_| contiguous("masks"))?,
+        masks,
         rows: rows.as_slice().map_err(|_| contiguous("rows"))?,
         background: background
             .as_slice()
