@@ -27,9 +27,10 @@ from ferroshap.errors import (
     InvalidArgumentError,
     InvalidTypeError,
 )
+from ferroshap.interactions.exact import exact_interactions
 from ferroshap.interactions.proxyspex import ProxySPEX
 from ferroshap.results.explanation import Explanation
-from ferroshap.results.interactions import INDICES, Interactions, exact_interactions
+from ferroshap.results.interactions import INDICES, Interactions
 from ferroshap.sampling.auto import AUTO
 from ferroshap.sampling.explainer import Explainer, shapley_values
 from ferroshap.sampling.proxy_adjusted import PROXY_METHODS

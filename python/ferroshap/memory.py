@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 from ferroshap import _core
 from ferroshap.errors import InvalidArgumentError
-from ferroshap.query.heap import WARMUP_BYTES
 from ferroshap.validation import check_int
 
 FLOAT = 8
@@ -47,10 +46,10 @@ INDEX_ENTRY = 96
 MODEL_FACTOR = 2
 """One chunk of masked inputs plus what a model allocates on it (its output, temporaries)."""
 
-HEAP_RETAINED = 2 * WARMUP_BYTES
-"""Freed memory that glibc's heap may keep resident for later allocations: its trim threshold
-once :func:`ferroshap.query.heap.warm_heap` has run. A phase's freed buffers can still count
-while the next phase runs, up to this much."""
+HEAP_RETAINED = 64 * 2**20
+"""Freed memory that glibc's heap may keep resident for later allocations: its trim threshold (twice
+the 32 MiB block of :func:`ferroshap.query.heap.warm_heap`) once that has run. A phase's freed
+buffers can still count while the next phase runs, up to this much."""
 
 SMALL_BYTES = 8 * 2**20
 """Everything an engine allocates besides its big buffers, in one allowance: Python objects,

@@ -2,7 +2,7 @@
 Parquet-to-Parquet streaming.
 
 Every dataset output has the key columns first, then ``phi_<feature or position>``, then
-``base_value`` (:func:`ferroshap.datasets.chunks.phi_frame`); each engine says how it explains a
+``base_value`` (:func:`ferroshap.query.chunks.phi_frame`); each engine says how it explains a
 chunk through its ``dataset_values`` method. The same frame function serves :func:`explain_parquet`
 on one machine and :func:`ferroshap.distributed.explain_ray` on a cluster, so both give identical
 values.
@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ferroshap.datasets.chunks import iter_chunks, phi_frame
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import progress_bar
+from ferroshap.query.chunks import iter_chunks, phi_frame
 from ferroshap.validation import ROWS_LIMIT, check_flag, check_int, check_names
 
 __all__ = ["explain_parquet", "frame_explainer", "iter_chunks"]

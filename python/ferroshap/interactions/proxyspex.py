@@ -28,15 +28,16 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.datasets.chunks import fingerprint
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
+from ferroshap.interactions.exact import all_masks
 from ferroshap.maskers.tabular import Baseline, Masker, check_masker, player_names
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
+from ferroshap.query.chunks import fingerprint
 from ferroshap.query.games import RawGame
 from ferroshap.query.loop import QueryOptions, single_output
 from ferroshap.query.models import resolve_model
-from ferroshap.results.interactions import INDICES, Interactions, all_masks, r_squared
+from ferroshap.results.interactions import INDICES, Interactions, r_squared
 from ferroshap.validation import (
     BUDGET_LIMIT,
     ORDER_LIMIT,

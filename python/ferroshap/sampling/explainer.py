@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.datasets.chunks import fingerprint
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.maskers.tabular import Masker, check_masker, player_names
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend
+from ferroshap.query.chunks import fingerprint
 from ferroshap.query.frames import Table, frame_model, read_rows_like, read_table
 from ferroshap.query.games import LINKS, DesignMasks, RawGame, TabularGame, apply_link
 from ferroshap.query.loop import QueryOptions
