@@ -178,7 +178,8 @@ def typed_frame(library: str, rows: int, seed: int):
 def test_frame_batches_equal_a_gather_of_source_rows(library, monkeypatch) -> None:
     """Each batch equals the source rows gathered cell by cell: values and dtypes, nulls kept
     (``pandas<3``: the frame built without pandas 3's block constructor)."""
-    from ferroshap.query.frames import FrameInputs, FrameSchema
+    from ferroshap.query.frame_inputs import FrameInputs
+    from ferroshap.query.frames import FrameSchema
 
     if library == "pandas<3":
         internals = pytest.importorskip("pandas.api.internals")

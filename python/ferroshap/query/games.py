@@ -16,7 +16,8 @@ import numpy as np
 from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.query.backend import ArrayBackend, check_outputs, check_outputs_shape
-from ferroshap.query.frames import FrameInputs, FrameSchema, is_frame
+from ferroshap.query.frame_inputs import FrameInputs
+from ferroshap.query.frames import FrameSchema, is_frame
 from ferroshap.query.loop import DEFAULT_OPTIONS, QueryOptions, query, units_per_call
 
 __all__ = ["LINKS", "DesignMasks", "RawGame", "TabularGame", "apply_link"]
@@ -209,7 +210,8 @@ class TabularGame:
         Background rows ``[B, n]``, validated (finite, non-empty): a NumPy array, an array of
         another array-API library (then ``x_rows`` must be of the same library and device), or
         a pandas / polars DataFrame masked cell by cell (then ``x_rows`` is a frame of the same
-        schema and the model receives frames, see :class:`ferroshap.query.frames.FrameInputs`).
+        schema and the model receives frames, see
+        :class:`ferroshap.query.frame_inputs.FrameInputs`).
     x_rows
         Explained rows ``[rows, n]``, validated, same number of features.
     options
