@@ -4,6 +4,7 @@
 //! [`sampling::Design`] from a seed, the caller evaluates its game on the design's coalitions, and
 //! [`estimator::Estimator`] turns those values (many rows at once) into Shapley values.
 
+pub mod cancel;
 pub mod coalitions;
 pub mod error;
 pub mod estimator;
@@ -21,6 +22,7 @@ pub mod solve;
 pub mod sparse;
 pub mod trees;
 
+pub use cancel::Cancel;
 pub use error::{CoreError, Result};
 pub use estimator::Estimator;
-pub use sampling::{plan, Design, Method, PlanRequest};
+pub use sampling::{plan, plan_cancellable, Design, Method, PlanRequest};
