@@ -16,6 +16,9 @@ pub enum CoreError {
     /// A numerical routine failed (for example a singular value decomposition did not converge).
     #[error("numerical failure: {0}")]
     Numerical(String),
+    /// The caller cancelled the computation through its [`crate::cancel::Cancel`] flag.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl CoreError {

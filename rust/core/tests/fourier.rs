@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use ferroshap_core::interactions::indices::Index;
 use ferroshap_core::sampling::exact::shapley_from_table;
 use ferroshap_core::sketch::{SketchPlan, Spectrum};
+use ferroshap_core::Cancel;
 use num_complex::Complex64;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -110,7 +111,9 @@ fn noiseless_sparse_spectra_are_recovered_exactly() {
             let f = SparseFunction::random(q, n, terms, degree, seed);
             let plan = SketchPlan::from_budget(q, n, budget, 1, seed).unwrap();
             assert!(plan.n_queries() as u64 <= budget);
-            let fit = plan.decode(&evaluate(&plan, |x| f.value(x))).unwrap();
+            let fit = plan
+                .decode(&evaluate(&plan, |x| f.value(x)), Cancel::never())
+                .unwrap();
             let nmse = f.spectrum_nmse(&fit.spectrum);
             assert!(
                 nmse < 1e-20,
@@ -140,7 +143,7 @@ fn noise_error_falls_with_the_budget() {
             let plan = SketchPlan::from_budget(4, 12, budget, 1, 1).unwrap();
             let mut rng = ChaCha8Rng::seed_from_u64(budget);
             let values = evaluate(&plan, |x| f.value(x) + normal.sample(&mut rng));
-            f.spectrum_nmse(&plan.decode(&values).unwrap().spectrum)
+            f.spectrum_nmse(&plan.decode(&values, Cancel::never()).unwrap().spectrum)
         })
         .collect();
     assert!(errors[0] < 0.5 && errors[2] < 1e-5, "{errors:?}");
@@ -154,12 +157,12 @@ fn decoding_is_reproducible_and_thread_count_independent() {
     let plan = SketchPlan::from_budget(4, 10, 6000, 1, 2).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let values = evaluate(&plan, |x| f.value(x) + normal.sample(&mut rng));
-    let many = plan.decode(&values).unwrap();
+    let many = plan.decode(&values, Cancel::never()).unwrap();
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
         .unwrap()
-        .install(|| plan.decode(&values).unwrap());
+        .install(|| plan.decode(&values, Cancel::never()).unwrap());
     assert_eq!(many.spectrum.keys(), one.spectrum.keys());
     assert_eq!(many.spectrum.coefficients(), one.spectrum.coefficients());
     assert_eq!(
@@ -173,14 +176,14 @@ fn bad_values_are_rejected() {
     let plan = SketchPlan::from_budget(2, 4, 200, 1, 0).unwrap();
     let m = plan.n_queries();
     assert!(plan
-        .decode(&vec![0.0; m + 1])
+        .decode(&vec![0.0; m + 1], Cancel::never())
         .unwrap_err()
         .to_string()
         .starts_with("values"));
     let mut values = vec![0.0; m];
     values[3] = f64::NAN;
     assert!(plan
-        .decode(&values)
+        .decode(&values, Cancel::never())
         .unwrap_err()
         .to_string()
         .contains("value 3 is NaN"));

@@ -8,6 +8,7 @@ use ferroshap_core::interactions::indices::{
 };
 use ferroshap_core::interactions::trees::ensemble_fourier;
 use ferroshap_core::interactions::trees::lightgbm::{Child, Ensemble, MissingType, Split, Tree};
+use ferroshap_core::Cancel;
 use proptest::prelude::*;
 
 fn all_masks(n: usize) -> Vec<bool> {
@@ -94,7 +95,7 @@ proptest! {
         let n = 5;
         let trees: Vec<Tree> = (0..n_trees).map(|t| random_tree(&seeds, t)).collect();
         let ensemble = Ensemble { n_features: n, trees: trees.clone() };
-        let f = ensemble_fourier(&ensemble, n).unwrap();
+        let f = ensemble_fourier(&ensemble, n, Cancel::never()).unwrap();
         let masks = all_masks(n);
         let got = f.evaluate(&masks).unwrap();
         for (m, value) in got.iter().enumerate() {

@@ -1,11 +1,61 @@
-//! Mapping of core errors and panics to the exception classes of `ferroshap.errors`.
+//! Mapping of core errors and panics to the exception classes of `ferroshap.errors`, and the
+//! runner that keeps long core calls interruptible by Ctrl-C.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::time::Duration;
 
-use ferroshap_core::CoreError;
-use pyo3::exceptions::PyRuntimeError;
+use ferroshap_core::{Cancel, CoreError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+
+/// How often the calling thread runs Python's signal handlers while the core works.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Runs `work` with the GIL released and returns its result, or the exception a signal handler
+/// raised meanwhile (`KeyboardInterrupt` on Ctrl-C).
+///
+/// Python runs signal handlers only on its main thread, and only when that thread asks; the core
+/// runs parallel parts on other threads while the calling one waits. So `work` runs on a scoped
+/// thread while the calling thread wakes every [`SIGNAL_POLL`] to run the handlers; when one
+/// raises, it sets the [`Cancel`] flag that `work` polls, waits for `work` to stop (within
+/// milliseconds) and returns that exception. Errors and panics of `work` map as in [`to_py_err`]
+/// and [`guarded`].
+pub fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&Cancel) -> Result<T, CoreError> + Send,
+) -> PyResult<T> {
+    let cancel = Cancel::new();
+    let (outcome, raised) = py.detach(|| {
+        std::thread::scope(|scope| {
+            let (done, finished) = channel();
+            let cancel = &cancel;
+            scope.spawn(move || done.send(guarded(|| work(cancel))));
+            let stopped = || {
+                Err(CoreError::Numerical(
+                    "the core's worker thread stopped".into(),
+                ))
+            };
+            loop {
+                match finished.recv_timeout(SIGNAL_POLL) {
+                    Ok(outcome) => return (outcome, None),
+                    Err(RecvTimeoutError::Disconnected) => return (stopped(), None),
+                    Err(RecvTimeoutError::Timeout) => {
+                        if let Err(raised) = Python::attach(|py| py.check_signals()) {
+                            cancel.cancel();
+                            return (finished.recv().unwrap_or_else(|_| stopped()), Some(raised));
+                        }
+                    }
+                }
+            }
+        })
+    });
+    match raised {
+        Some(raised) => Err(raised),
+        None => outcome.map_err(|e| to_py_err(py, e)),
+    }
+}
 
 /// Runs `f`, turning a panic into a [`CoreError::Numerical`] so that none reaches Python.
 pub fn guarded<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
@@ -23,11 +73,13 @@ pub fn guarded<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreErr
 
 /// The Python exception for `err`: `InvalidArgumentError` (a `ValueError`) for bad arguments,
 /// with the offending argument's name as its `argument` attribute, `FerroshapError` (whose
-/// `argument` is `None`) for numerical failures.
+/// `argument` is `None`) for numerical failures, `KeyboardInterrupt` for a cancelled computation
+/// (the bindings cancel only on an interrupt, see [`interruptible`]).
 pub fn to_py_err(py: Python<'_>, err: CoreError) -> PyErr {
     let (class, argument) = match err {
         CoreError::InvalidArgument { argument, .. } => ("InvalidArgumentError", Some(argument)),
         CoreError::Numerical(_) => ("FerroshapError", None),
+        CoreError::Cancelled => return PyKeyboardInterrupt::new_err(err.to_string()),
     };
     let message = err.to_string();
     let built = (|| {

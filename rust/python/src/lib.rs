@@ -20,7 +20,7 @@ use numpy::{
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 
-use crate::errors::{guarded, to_py_err};
+use crate::errors::{interruptible, to_py_err};
 
 /// A planned design (see `_core.pyi`); its estimator is factorized on first use and cached.
 #[pyclass(frozen, module = "ferroshap._core", name = "Design")]
@@ -141,23 +141,23 @@ impl PyDesign {
             }
         };
         let n = self.design.n_players;
-        let (phi, warning) = py
-            .detach(|| {
-                guarded(|| {
-                    let (estimator, warning) = match self.estimator.get() {
-                        Some(e) => (e, None),
-                        None => {
-                            let built = Estimator::with_solver(&self.design, self.solver)?;
-                            let warning = built.conditioning_warning();
-                            let _ = self.estimator.set(built);
-                            let e = self.estimator.get().expect("estimator was just set");
-                            (e, warning)
-                        }
-                    };
-                    Ok((estimator.estimate(flat, columns)?, warning))
-                })
-            })
-            .map_err(|e| to_py_err(py, e))?;
+        let (phi, warning) = interruptible(py, |cancel| {
+            let (estimator, warning) = match self.estimator.get() {
+                Some(e) => (e, None),
+                None => {
+                    let built =
+                        Estimator::with_solver_cancellable(&self.design, self.solver, cancel)?;
+                    let warning = built.conditioning_warning();
+                    let _ = self.estimator.set(built);
+                    let e = self.estimator.get().expect("estimator was just set");
+                    (e, warning)
+                }
+            };
+            Ok((
+                estimator.estimate_cancellable(flat, columns, cancel)?,
+                warning,
+            ))
+        })?;
         if let Some(message) = warning {
             let message = std::ffi::CString::new(message).expect("warning has no NUL byte");
             PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
@@ -207,9 +207,9 @@ fn plan(
         stream,
         paired,
     };
-    let design = py
-        .detach(|| guarded(|| ferroshap_core::plan(request)))
-        .map_err(|e| to_py_err(py, e))?;
+    let design = interruptible(py, |cancel| {
+        ferroshap_core::plan_cancellable(request, cancel)
+    })?;
     Ok(PyDesign {
         design,
         solver,

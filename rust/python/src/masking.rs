@@ -28,20 +28,24 @@ fn fill_masked_inputs(
     let player_of_feature = player_of_feature
         .map(|map| to_indices(py, &map, "player_of_feature"))
         .transpose()?;
-    let masks = if let Ok(design) = masks.cast::<PyDesign>() {
-        Masks::Design(design.clone())
-    } else if let Ok(indicators) = masks.extract::<PyReadonlyArray2<'_, bool>>() {
-        if player_of_feature.is_some() {
-            return Err(to_py_err(
-                py,
-                CoreError::invalid("player_of_feature", "applies to a Design's masks only"),
-            ));
+    let masks = match masks.cast::<PyDesign>() {
+        Ok(design) => Masks::Design(design.clone()),
+        Err(_) => {
+            if player_of_feature.is_some() {
+                return Err(to_py_err(
+                    py,
+                    CoreError::invalid("player_of_feature", "applies to a Design's masks only"),
+                ));
+            }
+            // a failure other than the type's (an interrupt, say) goes through unchanged
+            Masks::Indicators(masks.extract().map_err(|err: PyErr| {
+                if err.is_instance_of::<PyTypeError>(py) {
+                    PyTypeError::new_err("masks: expected a 2-D bool NumPy array or a Design")
+                } else {
+                    err
+                }
+            })?)
         }
-        Masks::Indicators(indicators)
-    } else {
-        return Err(PyTypeError::new_err(
-            "masks: expected a 2-D bool NumPy array or a Design",
-        ));
     };
     let pairs = Pairs {
         masks,

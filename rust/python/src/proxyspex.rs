@@ -17,7 +17,7 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArra
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::errors::{guarded, to_py_err};
+use crate::errors::{guarded, interruptible, to_py_err};
 
 fn parse_basis(basis: &str) -> Result<Basis, CoreError> {
     match basis {
@@ -240,9 +240,7 @@ fn lightgbm_fourier(
     model_text: &str,
     n_players: usize,
 ) -> PyResult<PySparseFunction> {
-    let inner = py
-        .detach(|| guarded(|| from_lightgbm(model_text, n_players)))
-        .map_err(|e| to_py_err(py, e))?;
+    let inner = interruptible(py, |cancel| from_lightgbm(model_text, n_players, cancel))?;
     Ok(PySparseFunction { inner })
 }
 
@@ -254,9 +252,7 @@ fn plan_masks<'py>(
     budget: u64,
     seed: u64,
 ) -> PyResult<Bound<'py, PyArray2<bool>>> {
-    let matrix = py
-        .detach(|| guarded(|| plan(n_players, budget, seed)))
-        .map_err(|e| to_py_err(py, e))?;
+    let matrix = interruptible(py, |cancel| plan(n_players, budget, seed, cancel))?;
     let rows = matrix.n_rows();
     PyArray1::from_vec(py, matrix.to_indicators()).reshape([rows, n_players])
 }
@@ -281,9 +277,15 @@ fn select_support<'py>(
         ))
     })();
     let (basis, train, validation) = prepared.map_err(|e| to_py_err(py, e))?;
-    let selection = py
-        .detach(|| guarded(|| select(&spectrum.inner, basis, train.view(), validation.view())))
-        .map_err(|e| to_py_err(py, e))?;
+    let selection = interruptible(py, |cancel| {
+        select(
+            &spectrum.inner,
+            basis,
+            train.view(),
+            validation.view(),
+            cancel,
+        )
+    })?;
     Ok((
         selection.support,
         selection.validation_r2,
@@ -306,9 +308,9 @@ fn refit_top<'py>(
         Ok((parse_basis(basis)?, OwnedSamples::new(&masks, &values, n)?))
     })();
     let (basis, samples) = prepared.map_err(|e| to_py_err(py, e))?;
-    let inner = py
-        .detach(|| guarded(|| refit(&spectrum.inner, basis, support, samples.view())))
-        .map_err(|e| to_py_err(py, e))?;
+    let inner = interruptible(py, |cancel| {
+        refit(&spectrum.inner, basis, support, samples.view(), cancel)
+    })?;
     Ok(PySparseFunction { inner })
 }
 
@@ -331,9 +333,9 @@ fn select_ridge<'py>(
         ))
     })();
     let (train, validation) = prepared.map_err(|e| to_py_err(py, e))?;
-    let selection = py
-        .detach(|| guarded(|| ridge_select(&spectrum.inner, train.view(), validation.view())))
-        .map_err(|e| to_py_err(py, e))?;
+    let selection = interruptible(py, |cancel| {
+        ridge_select(&spectrum.inner, train.view(), validation.view(), cancel)
+    })?;
     Ok((
         selection.penalty,
         selection.validation_r2,
@@ -352,9 +354,9 @@ fn refit_ridge<'py>(
 ) -> PyResult<PySparseFunction> {
     let samples = OwnedSamples::new(&masks, &values, spectrum.inner.n_players())
         .map_err(|e| to_py_err(py, e))?;
-    let inner = py
-        .detach(|| guarded(|| ridge_refit(&spectrum.inner, penalty, samples.view())))
-        .map_err(|e| to_py_err(py, e))?;
+    let inner = interruptible(py, |cancel| {
+        ridge_refit(&spectrum.inner, penalty, samples.view(), cancel)
+    })?;
     Ok(PySparseFunction { inner })
 }
 

@@ -11,7 +11,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, P
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::errors::{guarded, to_py_err};
+use crate::errors::{guarded, interruptible, to_py_err};
 
 /// The rows of a `[rows, length]` code array as one contiguous slice.
 fn rows<'a>(
@@ -100,9 +100,7 @@ impl PySketchPlan {
         values: PyReadonlyArray1<'py, f64>,
     ) -> PyResult<(PySpectrum, f64, f64)> {
         let values = values.as_array().to_vec();
-        let fit = py
-            .detach(|| guarded(|| self.plan.decode(&values)))
-            .map_err(|e| to_py_err(py, e))?;
+        let fit = interruptible(py, |cancel| self.plan.decode(&values, cancel))?;
         Ok((
             PySpectrum {
                 spectrum: fit.spectrum,

@@ -10,6 +10,7 @@ use faer::Mat;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::cancel::Cancel;
 use crate::coalitions::{full_mask, words_for, CoalitionMatrix};
 use crate::error::{CoreError, Result};
 use crate::interactions::function::{Basis, Key, SparseFunction};
@@ -30,8 +31,14 @@ const DEPENDENT: f64 = 1e-10;
 
 /// `budget` distinct coalitions of `n_players`, drawn uniformly at random (each player in or out
 /// with probability 1/2, duplicates redrawn) from `seed`; row 0 is ∅, row 1 is N, the others in
-/// random order (so any suffix is a uniform random validation split).
-pub fn plan_masks(n_players: usize, budget: u64, seed: u64) -> Result<CoalitionMatrix> {
+/// random order (so any suffix is a uniform random validation split). Polls `cancel` once per
+/// coalition.
+pub fn plan_masks(
+    n_players: usize,
+    budget: u64,
+    seed: u64,
+    cancel: &Cancel,
+) -> Result<CoalitionMatrix> {
     let n = n_players;
     if n == 0 {
         return Err(CoreError::invalid("n", "must be at least 1, got 0"));
@@ -52,6 +59,7 @@ pub fn plan_masks(n_players: usize, budget: u64, seed: u64) -> Result<CoalitionM
         // Partial Fisher–Yates over the proper coalitions 1 .. 2^n − 2.
         let mut codes: Vec<u64> = (1..total - 1).collect();
         for i in 0..(budget - 2) as usize {
+            cancel.check()?;
             let j = rng.random_range(i..codes.len());
             codes.swap(i, j);
             set.add(vec![codes[i]], 0.0);
@@ -59,6 +67,7 @@ pub fn plan_masks(n_players: usize, budget: u64, seed: u64) -> Result<CoalitionM
     } else {
         let tail = n % 64;
         while (set.len() as u64) < budget {
+            cancel.check()?;
             let mut mask: Vec<u64> = (0..words_for(n)).map(|_| rng.random()).collect();
             if let (Some(last), true) = (mask.last_mut(), tail != 0) {
                 *last &= (1u64 << tail) - 1;
@@ -251,17 +260,20 @@ fn independent(keys: &[Key], r: &Mat<f64>) -> Vec<Key> {
 /// `min(MAX_SUPPORT, rows(train) / 2)`, the top-`k` keys are fitted by least squares on `train`
 /// (one QR for all prefixes) and scored by R² on `validation`; the best `k` (the smallest on
 /// ties) is returned with its score and validation predictions. [`refit_top`] then fits that
-/// many keys on every sample.
+/// many keys on every sample. Polls `cancel` between steps (the QR factorization runs as one
+/// call) and once per support size.
 pub fn select_support(
     spectrum: &SparseFunction,
     basis: Basis,
     train: Samples<'_>,
     validation: Samples<'_>,
+    cancel: &Cancel,
 ) -> Result<Selection> {
     let n = spectrum.n_players();
     check_split(&train, &validation, n)?;
     let limit = MAX_SUPPORT.min(train.rows() / 2).max(1);
-    let (keys, r) = independent_fit(ranked_keys(spectrum, basis, limit)?, basis, &train, n);
+    let keys = ranked_keys(spectrum, basis, limit)?;
+    let (keys, r) = independent_fit(keys, basis, &train, n, cancel)?;
     let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
     let val_design = design(&keys, basis, &validation, n);
     // validation predictions of the training-only fit on the top-`k` keys (∅ included)
@@ -274,6 +286,7 @@ pub fn select_support(
     // the intercept alone stands when no support scores above -inf
     let mut best = (0usize, f64::NEG_INFINITY, fitted_with(0));
     for k in size_grid(keys.len() - 1) {
+        cancel.check()?;
         let fitted = fitted_with(k);
         let score = r_squared(validation.values, &fitted);
         if score > best.1 {
@@ -290,11 +303,13 @@ pub fn select_support(
 
 /// The `support` keys of `spectrum` with the largest |coefficient| in `basis`, plus ∅, fitted by
 /// least squares on `samples` (a key whose design column depends on earlier ones is left out).
+/// Polls `cancel` between steps (the QR factorization runs as one call).
 pub fn refit_top(
     spectrum: &SparseFunction,
     basis: Basis,
     support: usize,
     samples: Samples<'_>,
+    cancel: &Cancel,
 ) -> Result<SparseFunction> {
     let n = spectrum.n_players();
     samples.check("samples", n)?;
@@ -307,27 +322,38 @@ pub fn refit_top(
             ),
         ));
     }
-    let (keys, r) = independent_fit(ranked_keys(spectrum, basis, support)?, basis, &samples, n);
+    let keys = ranked_keys(spectrum, basis, support)?;
+    let (keys, r) = independent_fit(keys, basis, &samples, n, cancel)?;
     let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
     let beta = back_substitute(&r, &z, keys.len());
     SparseFunction::new(basis, n, keys.into_iter().zip(beta).collect())
 }
 
 /// `keys` less those whose design column on `samples` depends on earlier ones, and the `R`
-/// factor of `[design | values]` for them (see [`r_with_rhs`]).
+/// factor of `[design | values]` for them (see [`r_with_rhs`]); polls `cancel` around each
+/// step.
 fn independent_fit(
     keys: Vec<Key>,
     basis: Basis,
     samples: &Samples<'_>,
     n: usize,
-) -> (Vec<Key>, Mat<f64>) {
-    let r = r_with_rhs(&design(&keys, basis, samples, n), samples.values);
+    cancel: &Cancel,
+) -> Result<(Vec<Key>, Mat<f64>)> {
+    let fit = |keys: &[Key]| -> Result<Mat<f64>> {
+        cancel.check()?;
+        let x = design(keys, basis, samples, n);
+        cancel.check()?;
+        let r = r_with_rhs(&x, samples.values);
+        cancel.check()?;
+        Ok(r)
+    };
+    let r = fit(&keys)?;
     let kept = independent(&keys, &r);
     if kept.len() == keys.len() {
-        return (keys, r);
+        return Ok((keys, r));
     }
-    let r = r_with_rhs(&design(&kept, basis, samples, n), samples.values);
-    (kept, r)
+    let r = fit(&kept)?;
+    Ok((kept, r))
 }
 
 /// Solves the leading `k × k` block `R β = z` (upper triangular).
@@ -347,21 +373,21 @@ mod tests {
     #[test]
     fn masks_are_distinct_uniform_and_reproducible() {
         for (n, budget) in [(5, 32), (5, 10), (70, 500), (21, 300)] {
-            let m = plan_masks(n, budget, 7).unwrap();
+            let m = plan_masks(n, budget, 7, Cancel::never()).unwrap();
             assert_eq!(m.n_rows() as u64, budget);
             assert_eq!((m.size(0), m.size(1)), (0, n));
             let mut rows: Vec<Vec<u64>> = (0..m.n_rows()).map(|r| m.row(r).to_vec()).collect();
-            assert_eq!(m, plan_masks(n, budget, 7).unwrap());
+            assert_eq!(m, plan_masks(n, budget, 7, Cancel::never()).unwrap());
             rows.sort();
             rows.dedup();
             assert_eq!(rows.len() as u64, budget);
         }
-        let m = plan_masks(200, 2000, 1).unwrap();
+        let m = plan_masks(200, 2000, 1, Cancel::never()).unwrap();
         let mean = (2..m.n_rows()).map(|r| m.size(r)).sum::<usize>() as f64 / 1998.0;
         assert!((mean - 100.0).abs() < 1.0, "{mean}");
-        assert!(plan_masks(3, 9, 0).is_err());
-        assert!(plan_masks(0, 9, 0).is_err());
-        assert!(plan_masks(3, 1, 0).is_err());
+        assert!(plan_masks(3, 9, 0, Cancel::never()).is_err());
+        assert!(plan_masks(0, 9, 0, Cancel::never()).is_err());
+        assert!(plan_masks(3, 1, 0, Cancel::never()).is_err());
     }
 
     #[test]
@@ -375,25 +401,27 @@ mod tests {
             (key(&[3, 4, 5]), 0.25),
         ];
         let truth = SparseFunction::new(Basis::Moebius, n, terms).unwrap();
-        let masks = plan_masks(n, 200, 3).unwrap().to_indicators();
+        let masks = plan_masks(n, 200, 3, Cancel::never())
+            .unwrap()
+            .to_indicators();
         let values = truth.evaluate(&masks).unwrap();
         let samples = Samples {
             masks: &masks,
             values: &values,
         };
-        let fit = refit_top(&truth, Basis::Moebius, 3, samples).unwrap();
+        let fit = refit_top(&truth, Basis::Moebius, 3, samples, Cancel::never()).unwrap();
         for (k, c) in truth.terms() {
             assert!((fit.coefficient(k.players()) - c).abs() < 1e-10, "{k:?}");
         }
         // the two largest keys: (1, 2) and (0,), with ∅
         assert_eq!(
-            refit_top(&truth, Basis::Moebius, 2, samples)
+            refit_top(&truth, Basis::Moebius, 2, samples, Cancel::never())
                 .unwrap()
                 .terms()
                 .len(),
             3
         );
-        assert!(refit_top(&truth, Basis::Moebius, 200, samples).is_err());
+        assert!(refit_top(&truth, Basis::Moebius, 200, samples, Cancel::never()).is_err());
         let selection = select_support(
             &truth,
             Basis::Fourier,
@@ -405,6 +433,7 @@ mod tests {
                 masks: &masks[150 * n..],
                 values: &values[150..],
             },
+            Cancel::never(),
         )
         .unwrap();
         assert!(selection.validation_r2 > 1.0 - 1e-10);

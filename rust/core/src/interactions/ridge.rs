@@ -12,6 +12,7 @@
 use faer::linalg::solvers::Solve;
 use faer::{Mat, Side};
 
+use crate::cancel::Cancel;
 use crate::error::{CoreError, Result};
 use crate::interactions::function::{Basis, Key, SparseFunction};
 use crate::interactions::proxyspex::{check_split, design, r_squared, ranked_terms, Samples};
@@ -118,16 +119,20 @@ impl ScaledDesign {
 /// The terms of `spectrum` (at most [`MAX_RIDGE_TERMS`]) are fitted on `train` for each penalty
 /// of a log-spaced grid (one eigendecomposition serves them all) and scored by R² on
 /// `validation`; the best penalty (the largest on ties) is returned with its score and
-/// validation predictions. A spectrum without non-empty terms gives the training mean.
+/// validation predictions. A spectrum without non-empty terms gives the training mean. Polls
+/// `cancel` between steps (the eigendecomposition runs as one call) and once per penalty.
 pub fn select_ridge(
     spectrum: &SparseFunction,
     train: Samples<'_>,
     validation: Samples<'_>,
+    cancel: &Cancel,
 ) -> Result<RidgeSelection> {
     let n = spectrum.n_players();
     check_split(&train, &validation, n)?;
     let d = ScaledDesign::new(spectrum, &train)?;
+    cancel.check()?;
     let val_z = d.scaled(&design(&d.keys, Basis::Fourier, &validation, n));
+    cancel.check()?;
     // g(λ) = W · (b / (e + λ)): W = V, b = Vᵀ zᵀ y for the primal eigenbasis V of zᵀ z; W = zᵀ U,
     // b = Uᵀ y for the dual one U of z zᵀ.
     let z = d.z.as_ref();
@@ -155,11 +160,13 @@ pub fn select_ridge(
             eig.S().column_vector().iter().copied().collect(),
         )
     };
+    cancel.check()?;
     let projected = &val_z * &w;
     let rows = train.rows() as f64;
     let (low, high) = (PENALTY_RANGE.0.ln(), PENALTY_RANGE.1.ln());
     let mut best: Option<RidgeSelection> = None;
     for step in (0..PENALTY_STEPS).rev() {
+        cancel.check()?;
         let penalty = (low + (high - low) * step as f64 / (PENALTY_STEPS - 1) as f64).exp();
         let lambda = penalty * rows;
         let weights = Mat::from_fn(e.len(), 1, |i, _| b[(i, 0)] / (e[i].max(0.0) + lambda));
@@ -182,11 +189,13 @@ pub fn select_ridge(
 
 /// The terms of `spectrum` (at most [`MAX_RIDGE_TERMS`], largest first) fitted on `samples` by
 /// the proxy-scaled ridge with `penalty` per sample (the ridge's `λ` is `penalty × rows`); the
-/// intercept is not penalised. Returns a Fourier [`SparseFunction`].
+/// intercept is not penalised. Returns a Fourier [`SparseFunction`]. Polls `cancel` between
+/// steps (the factorization runs as one call).
 pub fn refit_ridge(
     spectrum: &SparseFunction,
     penalty: f64,
     samples: Samples<'_>,
+    cancel: &Cancel,
 ) -> Result<SparseFunction> {
     let n = spectrum.n_players();
     samples.check("samples", n)?;
@@ -203,7 +212,9 @@ pub fn refit_ridge(
         ));
     }
     let d = ScaledDesign::new(spectrum, &samples)?;
+    cancel.check()?;
     let g = d.solve(penalty * samples.rows() as f64)?;
+    cancel.check()?;
     let beta: Vec<f64> = g.iter().zip(&d.scales).map(|(g, s)| g * s).collect();
     let intercept = d.y_mean - beta.iter().zip(&d.means).map(|(b, m)| b * m).sum::<f64>();
     let terms = std::iter::once((Key::empty(), intercept)).chain(d.keys.into_iter().zip(beta));
@@ -216,7 +227,9 @@ mod tests {
     use crate::interactions::proxyspex::plan_masks;
 
     fn sample(f: &SparseFunction, n: usize, rows: u64, seed: u64) -> (Vec<bool>, Vec<f64>) {
-        let masks = plan_masks(n, rows, seed).unwrap().to_indicators();
+        let masks = plan_masks(n, rows, seed, Cancel::never())
+            .unwrap()
+            .to_indicators();
         let values = f.evaluate(&masks).unwrap();
         (masks, values)
     }
@@ -246,6 +259,7 @@ mod tests {
                     masks: &masks,
                     values: &values,
                 },
+                Cancel::never(),
             )
             .unwrap();
             for (key, c) in f.terms() {
@@ -269,6 +283,7 @@ mod tests {
                 masks: &masks,
                 values: &values,
             },
+            Cancel::never(),
         )
         .unwrap();
         let ratio = |p: &[u32]| fit.coefficient(p) / f.coefficient(p);
@@ -290,7 +305,7 @@ mod tests {
             masks: &masks[split..],
             values: &values[100..],
         };
-        let s = select_ridge(&f, train, validation).unwrap();
+        let s = select_ridge(&f, train, validation, Cancel::never()).unwrap();
         assert!(s.validation_r2 > 0.999_999, "{}", s.validation_r2);
         assert!(s.penalty < 1e-4, "{}", s.penalty);
         assert_eq!(s.validation_fitted.len(), 50);
@@ -298,12 +313,12 @@ mod tests {
             masks: &masks,
             values: &values,
         };
-        assert!(refit_ridge(&f, 0.0, samples).is_err());
-        assert!(refit_ridge(&f, f64::NAN, samples).is_err());
+        assert!(refit_ridge(&f, 0.0, samples, Cancel::never()).is_err());
+        assert!(refit_ridge(&f, f64::NAN, samples, Cancel::never()).is_err());
         let short = Samples {
             masks: &masks[..n],
             values: &values[..2],
         };
-        assert!(refit_ridge(&f, 1.0, short).is_err());
+        assert!(refit_ridge(&f, 1.0, short, Cancel::never()).is_err());
     }
 }

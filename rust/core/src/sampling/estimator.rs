@@ -5,6 +5,7 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::error::{CoreError, Result};
 use crate::sampling::exact::shapley_from_table;
 use crate::sampling::regression::{Regression, RegressionFit, Solver};
@@ -36,9 +37,21 @@ impl Estimator {
 
     /// Factorizes `design`; regression designs use `solver` (see [`crate::sampling::regression`]).
     pub fn with_solver(design: &Design, solver: Solver) -> Result<Self> {
+        Self::with_solver_cancellable(design, solver, Cancel::never())
+    }
+
+    /// [`Estimator::with_solver`], polling `cancel` ([`CoreError::Cancelled`] once it is set).
+    pub fn with_solver_cancellable(
+        design: &Design,
+        solver: Solver,
+        cancel: &Cancel,
+    ) -> Result<Self> {
+        cancel.check()?;
         let n = design.n_players;
         let kind = match &design.estimator {
-            EstimatorKind::Regression => Kind::Regression(RegressionFit::new(design, solver)?),
+            EstimatorKind::Regression => {
+                Kind::Regression(RegressionFit::new(design, solver, cancel)?)
+            }
             EstimatorKind::MatrixVector => Kind::Linear(matrix_vector_operator(design)?),
             EstimatorKind::Permutation(paths) => {
                 Kind::Linear(permutation_operator(n, design.n_coalitions(), paths))
@@ -87,6 +100,16 @@ impl Estimator {
     /// final correction spreads the rounding residual evenly). Runs in parallel over fixed blocks
     /// of columns, so the output does not depend on the thread count.
     pub fn estimate(&self, values: &[f64], n_columns: usize) -> Result<Vec<f64>> {
+        self.estimate_cancellable(values, n_columns, Cancel::never())
+    }
+
+    /// [`Estimator::estimate`], polling `cancel` ([`CoreError::Cancelled`] once it is set).
+    pub fn estimate_cancellable(
+        &self,
+        values: &[f64],
+        n_columns: usize,
+        cancel: &Cancel,
+    ) -> Result<Vec<f64>> {
         let (n, m) = (self.n_players, self.n_coalitions);
         if values.len() != m * n_columns {
             return Err(CoreError::invalid(
@@ -121,20 +144,22 @@ impl Estimator {
                 ..
             }) => {
                 let phi = MatMut::from_column_major_slice_mut(&mut out, n, n_columns);
-                apply_blocks(op.matrix.as_ref(), y, phi);
+                apply_blocks(op.matrix.as_ref(), y, phi, cancel)?;
             }
             Kind::Regression(RegressionFit {
                 regression: Regression::Normal(solver),
                 ..
             }) => {
                 let phi = MatMut::from_column_major_slice_mut(&mut out, n, n_columns);
-                solver.apply(y, phi);
+                solver.apply(y, phi, cancel)?;
             }
             Kind::Enumeration => {
-                out.par_chunks_mut(n).enumerate().for_each(|(j, phi)| {
+                out.par_chunks_mut(n).enumerate().try_for_each(|(j, phi)| {
+                    cancel.check()?;
                     let column: Vec<f64> = (0..m).map(|r| y[(r, j)]).collect();
                     phi.copy_from_slice(&shapley_from_table(&column, n));
-                });
+                    Ok::<_, CoreError>(())
+                })?;
             }
         }
         for (j, phi) in out.chunks_mut(n).enumerate() {
@@ -146,12 +171,18 @@ impl Estimator {
     }
 }
 
-/// `phi = op · y`, computed in fixed column blocks in parallel.
-fn apply_blocks(op: MatRef<'_, f64>, y: MatRef<'_, f64>, mut phi: MatMut<'_, f64>) {
+/// `phi = op · y`, computed in fixed column blocks in parallel, polling `cancel` per block.
+fn apply_blocks(
+    op: MatRef<'_, f64>,
+    y: MatRef<'_, f64>,
+    mut phi: MatMut<'_, f64>,
+    cancel: &Cancel,
+) -> Result<()> {
     phi.as_mut()
         .par_col_chunks_mut(COLUMN_BLOCK)
         .enumerate()
-        .for_each(|(block, dst)| {
+        .try_for_each(|(block, dst)| {
+            cancel.check()?;
             let start = block * COLUMN_BLOCK;
             let width = dst.ncols();
             matmul(
@@ -162,7 +193,8 @@ fn apply_blocks(op: MatRef<'_, f64>, y: MatRef<'_, f64>, mut phi: MatMut<'_, f64
                 1.0,
                 Par::Seq,
             );
-        });
+            Ok(())
+        })
 }
 
 /// The average marginal contribution along each permutation path, as an operator.

@@ -4,7 +4,9 @@ use std::collections::HashSet;
 
 use rand::Rng;
 
+use crate::cancel::Cancel;
 use crate::coalitions::{mask_from_players, unrank_fits, unrank_subset, words_for};
+use crate::error::Result;
 
 /// Draws `count` distinct subsets of size `size` of the players `0..pool`, uniformly, as packed
 /// coalitions over `n_players` words.
@@ -12,30 +14,38 @@ use crate::coalitions::{mask_from_players, unrank_fits, unrank_subset, words_for
 /// Small layers (whose binomial fits a `u128` with room to spare) draw distinct ranks with Floyd's
 /// algorithm and unrank them; astronomically large layers draw random subsets and reject the
 /// (vanishingly rare) repeats. `count` must not exceed `C(pool, size)`. The output order depends
-/// only on the generator's state.
+/// only on the generator's state. Polls `cancel` once per subset.
 pub fn distinct_subsets<R: Rng>(
     rng: &mut R,
     pool: usize,
     size: usize,
     count: usize,
     n_players: usize,
-) -> Vec<Vec<u64>> {
+    cancel: &Cancel,
+) -> Result<Vec<Vec<u64>>> {
     let n_words = words_for(n_players);
     match unrank_fits(pool, size) {
         Some(total) => floyd_ranks(rng, total, count)
             .into_iter()
-            .map(|rank| unrank_subset(pool, size, rank, n_words))
+            .map(|rank| {
+                cancel.check()?;
+                Ok(unrank_subset(pool, size, rank, n_words))
+            })
             .collect(),
-        None => rejection_subsets(rng, pool, size, count, n_players),
+        None => rejection_subsets(rng, pool, size, count, n_players, cancel),
     }
 }
 
-/// Every subset of size `size` of `0..n_players`, in lexicographic order.
-pub fn all_subsets(n_players: usize, size: usize) -> Vec<Vec<u64>> {
+/// Every subset of size `size` of `0..n_players`, in lexicographic order; polls `cancel` once
+/// per subset.
+pub fn all_subsets(n_players: usize, size: usize, cancel: &Cancel) -> Result<Vec<Vec<u64>>> {
     let n_words = words_for(n_players);
     let total = unrank_fits(n_players, size).unwrap_or(0);
     (0..total)
-        .map(|rank| unrank_subset(n_players, size, rank, n_words))
+        .map(|rank| {
+            cancel.check()?;
+            Ok(unrank_subset(n_players, size, rank, n_words))
+        })
         .collect()
 }
 
@@ -58,17 +68,19 @@ fn rejection_subsets<R: Rng>(
     size: usize,
     count: usize,
     n_players: usize,
-) -> Vec<Vec<u64>> {
+    cancel: &Cancel,
+) -> Result<Vec<Vec<u64>>> {
     let mut seen = HashSet::with_capacity(count);
     let mut out = Vec::with_capacity(count);
     while out.len() < count {
+        cancel.check()?;
         let players = rand::seq::index::sample(rng, pool, size);
         let mask = mask_from_players(players.iter(), n_players);
         if seen.insert(mask.clone()) {
             out.push(mask);
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -81,18 +93,18 @@ mod tests {
     #[test]
     fn small_layers_are_distinct_and_complete_when_asked_for_everything() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let all = distinct_subsets(&mut rng, 8, 3, 56, 8);
+        let all = distinct_subsets(&mut rng, 8, 3, 56, 8, Cancel::never()).unwrap();
         let set: HashSet<_> = all.iter().cloned().collect();
         assert_eq!(set.len(), 56);
         assert!(all.iter().all(|m| popcount(m) == 3));
-        assert_eq!(all_subsets(8, 3).len(), 56);
+        assert_eq!(all_subsets(8, 3, Cancel::never()).unwrap().len(), 56);
     }
 
     #[test]
     fn huge_layers_fall_back_to_rejection() {
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         let n = 3000;
-        let got = distinct_subsets(&mut rng, n, 1500, 20, n);
+        let got = distinct_subsets(&mut rng, n, 1500, 20, n, Cancel::never()).unwrap();
         assert_eq!(got.len(), 20);
         assert!(got.iter().all(|m| popcount(m) == 1500));
     }

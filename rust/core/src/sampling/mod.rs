@@ -22,6 +22,7 @@ use std::str::FromStr;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::cancel::Cancel;
 use crate::coalitions::{empty_mask, full_mask};
 use crate::error::{CoreError, Result};
 pub use design::{Design, EstimatorKind, PermutationPath};
@@ -126,6 +127,11 @@ pub struct PlanRequest {
 /// permutation sampling), `exact` above [`MAX_EXACT_PLAYERS`], a budget covering every coalition
 /// beyond the enumeration limit.
 pub fn plan(request: PlanRequest) -> Result<Design> {
+    plan_cancellable(request, Cancel::never())
+}
+
+/// [`plan`], polling `cancel` while it samples ([`CoreError::Cancelled`] once it is set).
+pub fn plan_cancellable(request: PlanRequest, cancel: &Cancel) -> Result<Design> {
     let PlanRequest {
         method,
         n_players: n,
@@ -179,7 +185,8 @@ pub fn plan(request: PlanRequest) -> Result<Design> {
                 sampled,
                 SizeDistribution::Kernel,
                 paired,
-            );
+                cancel,
+            )?;
             EstimatorKind::Regression
         }
         Method::KernelWithoutReplacement | Method::Leverage | Method::ModifiedL2 => {
@@ -189,8 +196,8 @@ pub fn plan(request: PlanRequest) -> Result<Design> {
                 _ => SizeDistribution::ModifiedL2,
             };
             without_replacement::sample_without_replacement(
-                &mut set, &mut rng, n, sampled, dist, paired,
-            );
+                &mut set, &mut rng, n, sampled, dist, paired, cancel,
+            )?;
             EstimatorKind::Regression
         }
         Method::Unbiased => {
@@ -201,12 +208,13 @@ pub fn plan(request: PlanRequest) -> Result<Design> {
                 sampled,
                 SizeDistribution::Kernel,
                 paired,
-            );
+                cancel,
+            )?;
             EstimatorKind::MatrixVector
         }
         Method::Permutation => EstimatorKind::Permutation(permutation::sample_permutations(
-            &mut set, &mut rng, n, budget,
-        )),
+            &mut set, &mut rng, n, budget, cancel,
+        )?),
         Method::Exact => unreachable!("handled above"),
     };
     let (coalitions, weights) = set.into_parts();

@@ -18,9 +18,13 @@ use std::collections::HashMap;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
 use faer::linalg::cholesky::llt::solve::solve_in_place;
-use faer::{Mat, MatMut, MatRef, Par};
+use faer::linalg::matmul::triangular::{matmul, BlockStructure};
+use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
+use faer::{Accum, Mat, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
+use crate::error::{CoreError, Result};
 use crate::sampling::solve::{ProperRows, COLUMN_BLOCK};
 use crate::sampling::Design;
 
@@ -44,6 +48,15 @@ pub enum Declined {
     NotPositiveDefinite,
     /// The estimated condition number exceeds [`MAX_CONDITION`].
     IllConditioned(f64),
+    /// The caller cancelled the build: no reason to fall back, the caller stops.
+    Cancelled,
+}
+
+impl From<CoreError> for Declined {
+    /// The only core error of the build is a cancellation.
+    fn from(_: CoreError) -> Self {
+        Self::Cancelled
+    }
 }
 
 /// A factorized regression design on the normal-equations path.
@@ -62,8 +75,13 @@ pub struct NormalSolver {
 }
 
 impl NormalSolver {
-    /// Builds and factorizes the normal equations of a regression design, or says why not.
-    pub fn new(design: &Design, proper: ProperRows) -> Result<Self, Declined> {
+    /// Builds and factorizes the normal equations of a regression design, or says why not;
+    /// polls `cancel` throughout.
+    pub fn new(
+        design: &Design,
+        proper: ProperRows,
+        cancel: &Cancel,
+    ) -> std::result::Result<Self, Declined> {
         let n = design.n_players;
         if proper.rows.len() + 1 < n {
             return Err(Declined::TooFewRows);
@@ -74,30 +92,21 @@ impl NormalSolver {
         for &r in &proper.rows {
             bits.extend_from_slice(design.coalitions.row(r));
         }
-        let mut gram = projected_gram(n, &bits, words, &weights);
+        let mut gram = projected_gram(n, &bits, words, &weights, cancel)?;
         let shift = (0..n).map(|i| gram[(i, i)]).sum::<f64>() / (n - 1).max(1) as f64;
         let lift = shift / n as f64;
         for j in 0..n {
             gram.col_mut(j).iter_mut().for_each(|x| *x += lift);
         }
-        let lambda_max = largest_eigenvalue(gram.as_ref());
+        let lambda_max = largest_eigenvalue(gram.as_ref(), cancel)?;
         let mut factor = gram;
-        let scratch = cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default());
-        let mut buffer = MemBuffer::new(scratch);
-        cholesky_in_place(
-            factor.as_mut(),
-            Default::default(),
-            Par::Seq,
-            MemStack::new(&mut buffer),
-            Default::default(),
-        )
-        .map_err(|_| Declined::NotPositiveDefinite)?;
+        cholesky(factor.as_mut(), cancel)?;
         for j in 1..n {
             for i in 0..j {
                 factor[(i, j)] = 0.0;
             }
         }
-        let condition = lambda_max / smallest_eigenvalue(factor.as_ref());
+        let condition = lambda_max / smallest_eigenvalue(factor.as_ref(), cancel)?;
         if !condition.is_finite() || condition > MAX_CONDITION {
             return Err(Declined::IllConditioned(condition));
         }
@@ -118,17 +127,24 @@ impl NormalSolver {
     }
 
     /// Shapley values of every column of `y` (`m × R`, one row per design coalition) into `phi`
-    /// (`n × R`), before the final efficiency correction.
-    pub fn apply(&self, y: MatRef<'_, f64>, mut phi: MatMut<'_, f64>) {
+    /// (`n × R`), before the final efficiency correction; polls `cancel` between blocks of rows
+    /// and of columns.
+    pub fn apply(
+        &self,
+        y: MatRef<'_, f64>,
+        mut phi: MatMut<'_, f64>,
+        cancel: &Cancel,
+    ) -> Result<()> {
         let n = self.n;
         let inv_n = 1.0 / n as f64;
         for start in (0..y.ncols()).step_by(COLUMN_BLOCK) {
+            cancel.check()?;
             let width = COLUMN_BLOCK.min(y.ncols() - start);
             let y = y.subcols(start, width);
             let alpha: Vec<f64> = (0..width)
                 .map(|j| (y[(self.proper.full, j)] - y[(self.proper.empty, j)]) * inv_n)
                 .collect();
-            let mut rhs = self.weighted_sums(y, &alpha);
+            let mut rhs = self.weighted_sums(y, &alpha, cancel)?;
             for j in 0..width {
                 let mean = rhs.col(j).iter().sum::<f64>() * inv_n;
                 rhs.col_mut(j).iter_mut().for_each(|x| *x -= mean);
@@ -147,16 +163,23 @@ impl NormalSolver {
                 }
             }
         }
+        Ok(())
     }
 
     /// `Zᵀ diag(ω) r` (`n × width`) with `r_p = y_p − y_∅ − α s_p`, over fixed row blocks in
     /// parallel, summed in block order.
-    fn weighted_sums(&self, y: MatRef<'_, f64>, alpha: &[f64]) -> Mat<f64> {
+    fn weighted_sums(
+        &self,
+        y: MatRef<'_, f64>,
+        alpha: &[f64],
+        cancel: &Cancel,
+    ) -> Result<Mat<f64>> {
         let (n, width) = (self.n, alpha.len());
         let m_p = self.proper.rows.len();
         let partials: Vec<Vec<f64>> = (0..m_p.div_ceil(ROW_BLOCK))
             .into_par_iter()
             .map(|block| {
+                cancel.check()?;
                 let mut acc = vec![0.0; n * width];
                 let mut scaled = vec![0.0; width];
                 for p in block * ROW_BLOCK..((block + 1) * ROW_BLOCK).min(m_p) {
@@ -170,14 +193,14 @@ impl NormalSolver {
                         dst.iter_mut().zip(&scaled).for_each(|(d, s)| *d += s);
                     });
                 }
-                acc
+                Ok(acc)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let mut total = vec![0.0; n * width];
         for part in &partials {
             total.iter_mut().zip(part).for_each(|(t, p)| *t += p);
         }
-        Mat::from_fn(n, width, |i, j| total[i * width + j])
+        Ok(Mat::from_fn(n, width, |i, j| total[i * width + j]))
     }
 }
 
@@ -197,19 +220,26 @@ fn for_each_player(mask: &[u64], mut f: impl FnMut(usize)) {
 const TILE: usize = 8;
 
 /// `P (Zᵀ diag(ω) Z) P` from the packed proper rows (`words` per row), through weighted
-/// popcounts of column bit sets grouped by weight.
-fn projected_gram(n: usize, bits: &[u64], words: usize, weights: &[f64]) -> Mat<f64> {
-    let columns = ColumnBits::new(n, bits, words, weights);
+/// popcounts of column bit sets grouped by weight; polls `cancel` once per tile.
+fn projected_gram(
+    n: usize,
+    bits: &[u64],
+    words: usize,
+    weights: &[f64],
+    cancel: &Cancel,
+) -> Result<Mat<f64>> {
+    let columns = ColumnBits::new(n, bits, words, weights, cancel)?;
     // Tile t holds, for each j ≥ its first player, the overlaps of j with the tile's players.
     let tiles: Vec<Vec<[f64; TILE]>> = (0..n.div_ceil(TILE))
         .into_par_iter()
         .map(|t| {
+            cancel.check()?;
             let first = t * TILE;
-            (first..n)
+            Ok((first..n)
                 .map(|j| columns.weighted_overlaps(first, j))
-                .collect()
+                .collect())
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let mut gram = Mat::<f64>::zeros(n, n);
     for (t, tile) in tiles.iter().enumerate() {
         let first = t * TILE;
@@ -227,9 +257,9 @@ fn projected_gram(n: usize, bits: &[u64], words: usize, weights: &[f64]) -> Mat<
     let inv_n = 1.0 / n as f64;
     let sums: Vec<f64> = (0..n).map(|i| gram.col(i).iter().sum::<f64>()).collect();
     let total = sums.iter().sum::<f64>() * inv_n * inv_n;
-    Mat::from_fn(n, n, |i, j| {
+    Ok(Mat::from_fn(n, n, |i, j| {
         gram[(i, j)] - (sums[i] + sums[j]) * inv_n + total
-    })
+    }))
 }
 
 /// Each player's bit set over the proper rows, rows grouped by weight so that every word holds
@@ -243,7 +273,7 @@ struct ColumnBits {
 }
 
 impl ColumnBits {
-    fn new(n: usize, rows: &[u64], words: usize, weights: &[f64]) -> Self {
+    fn new(n: usize, rows: &[u64], words: usize, weights: &[f64], cancel: &Cancel) -> Result<Self> {
         let mut groups: Vec<Vec<usize>> = Vec::new();
         let mut index: HashMap<u64, usize> = HashMap::new();
         for (p, w) in weights.iter().enumerate() {
@@ -268,15 +298,16 @@ impl ColumnBits {
         let stride = word_weights.len();
         let mut bits = vec![0u64; n.div_ceil(TILE) * TILE * stride];
         for (p, &(word, bit)) in placement.iter().enumerate() {
+            cancel.check()?;
             for_each_player(&rows[p * words..(p + 1) * words], |i| {
                 bits[i * stride + word] |= 1 << bit;
             });
         }
-        Self {
+        Ok(Self {
             bits,
             stride,
             word_weights,
-        }
+        })
     }
 
     /// `Σ_p ω_p z_pi z_pj` for the players `i` of the tile starting at `first` (players past
@@ -336,32 +367,146 @@ fn normalize(v: &mut [f64]) -> f64 {
 }
 
 /// Largest eigenvalue of the symmetric positive semi-definite `a`, by power iteration.
-fn largest_eigenvalue(a: MatRef<'_, f64>) -> f64 {
+fn largest_eigenvalue(a: MatRef<'_, f64>, cancel: &Cancel) -> Result<f64> {
     let n = a.nrows();
     let mut v = start_vector(n);
     normalize(&mut v);
     let mut lambda = 0.0;
     for _ in 0..CONDITION_ITERATIONS {
+        cancel.check()?;
         let mut w: Vec<f64> = (0..n)
             .map(|i| (0..n).map(|j| a[(j, i)] * v[j]).sum())
             .collect();
         lambda = normalize(&mut w);
         v = w;
     }
-    lambda
+    Ok(lambda)
+}
+
+/// Rows and columns per step of [`cholesky`]: the top-level block of faer's LLᵀ factorization
+/// (its `LltParams` default), from this order on ([`CHOLESKY_UNBLOCKED`] and below, one kernel).
+const CHOLESKY_BLOCK: usize = 128;
+const CHOLESKY_UNBLOCKED: usize = 64;
+
+/// faer's in-place lower Cholesky factorization, run one block column at a time as faer's own
+/// top level runs it, polling `cancel` between blocks: faer factors each diagonal block, solves
+/// the panel below it and updates the trailing matrix with the same calls, so the factor is
+/// bit-for-bit that of one `cholesky_in_place` call (a test checks it). The upper triangle is
+/// left as it was.
+fn cholesky(mut a: MatMut<'_, f64>, cancel: &Cancel) -> std::result::Result<(), Declined> {
+    let n = a.nrows();
+    let block = if n <= CHOLESKY_UNBLOCKED {
+        n
+    } else {
+        (n.next_power_of_two() / 2).min(CHOLESKY_BLOCK)
+    };
+    let scratch = cholesky_in_place_scratch::<f64>(block, Par::Seq, Default::default());
+    let mut buffer = MemBuffer::new(scratch);
+    let mut j = 0;
+    while j < n {
+        cancel.check()?;
+        let b = block.min(n - j);
+        let (mut diagonal, _, mut panel, mut trailing) =
+            a.as_mut().get_mut(j.., j..).split_at_mut(b, b);
+        cholesky_in_place(
+            diagonal.as_mut(),
+            Default::default(),
+            Par::Seq,
+            MemStack::new(&mut buffer),
+            Default::default(),
+        )
+        .map_err(|_| Declined::NotPositiveDefinite)?;
+        solve_lower_triangular_in_place(
+            diagonal.as_ref(),
+            panel.as_mut().transpose_mut(),
+            Par::Seq,
+        );
+        matmul(
+            trailing.as_mut(),
+            BlockStructure::TriangularLower,
+            Accum::Add,
+            panel.as_ref(),
+            BlockStructure::Rectangular,
+            panel.as_ref().transpose(),
+            BlockStructure::Rectangular,
+            -1.0,
+            Par::Seq,
+        );
+        j += b;
+    }
+    Ok(())
 }
 
 /// Smallest eigenvalue of `L Lᵀ` from its lower Cholesky factor, by inverse iteration.
-fn smallest_eigenvalue(factor: MatRef<'_, f64>) -> f64 {
+fn smallest_eigenvalue(factor: MatRef<'_, f64>, cancel: &Cancel) -> Result<f64> {
     let n = factor.nrows();
     let start = start_vector(n);
     let mut v = Mat::from_fn(n, 1, |i, _| start[i]);
     let mut growth = 0.0;
     for _ in 0..CONDITION_ITERATIONS {
+        cancel.check()?;
         let norm = v.col(0).iter().map(|x| x * x).sum::<f64>().sqrt();
         v.col_mut(0).iter_mut().for_each(|x| *x /= norm);
         solve_in_place(factor, v.as_mut(), Par::Seq, MemStack::new(&mut []));
         growth = v.col(0).iter().map(|x| x * x).sum::<f64>().sqrt();
     }
-    1.0 / growth
+    Ok(1.0 / growth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A symmetric positive definite matrix with no structure faer could exploit.
+    fn spd(n: usize) -> Mat<f64> {
+        let b = Mat::from_fn(n, n, |i, j| ((i * 7 + j * 13) % 17) as f64 / 17.0 - 0.5);
+        let mut a = &b * b.transpose();
+        for i in 0..n {
+            a[(i, i)] += n as f64;
+        }
+        a
+    }
+
+    #[test]
+    fn the_blocked_cholesky_is_faers_bit_for_bit() {
+        for n in [1, 5, 64, 65, 127, 128, 129, 200, 300, 513] {
+            let a = spd(n);
+            let mut expected = a.clone();
+            let scratch = cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default());
+            cholesky_in_place(
+                expected.as_mut(),
+                Default::default(),
+                Par::Seq,
+                MemStack::new(&mut MemBuffer::new(scratch)),
+                Default::default(),
+            )
+            .unwrap();
+            let mut got = a.clone();
+            cholesky(got.as_mut(), Cancel::never()).unwrap();
+            for j in 0..n {
+                for i in j..n {
+                    assert_eq!(
+                        got[(i, j)].to_bits(),
+                        expected[(i, j)].to_bits(),
+                        "n = {n}, ({i}, {j})"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_cancelled_cholesky_and_gram_stop() {
+        let cancel = Cancel::new();
+        cancel.cancel();
+        let mut a = spd(200);
+        assert_eq!(cholesky(a.as_mut(), &cancel), Err(Declined::Cancelled));
+        let bits = vec![u64::MAX; 10];
+        let gram = projected_gram(8, &bits, 1, &[1.0; 10], &cancel);
+        assert_eq!(gram.unwrap_err(), CoreError::Cancelled);
+        assert_eq!(
+            largest_eigenvalue(a.as_ref(), &cancel),
+            Err(CoreError::Cancelled)
+        );
+    }
 }

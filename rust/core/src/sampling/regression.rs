@@ -9,6 +9,7 @@
 
 use std::str::FromStr;
 
+use crate::cancel::Cancel;
 use crate::error::{CoreError, Result};
 use crate::sampling::normal::{Declined, NormalSolver};
 use crate::sampling::solve::{regression_operator, LinearOperator, ProperRows};
@@ -79,8 +80,9 @@ pub struct RegressionFit {
 }
 
 impl RegressionFit {
-    /// Factorizes `design` with the solver `choice` asks for.
-    pub fn new(design: &Design, choice: Solver) -> Result<Self> {
+    /// Factorizes `design` with the solver `choice` asks for, polling `cancel` (the SVD only
+    /// before and after its factorization).
+    pub fn new(design: &Design, choice: Solver, cancel: &Cancel) -> Result<Self> {
         let proper = ProperRows::of(design)?;
         let try_normal = match choice {
             Solver::Svd => false,
@@ -88,20 +90,21 @@ impl RegressionFit {
             Solver::Auto => design.n_players >= CROSSOVER_PLAYERS,
         };
         let declined = if try_normal {
-            match NormalSolver::new(design, proper.clone()) {
+            match NormalSolver::new(design, proper.clone(), cancel) {
                 Ok(solver) => {
                     return Ok(Self {
                         regression: Regression::Normal(solver),
                         declined: None,
                     })
                 }
+                Err(Declined::Cancelled) => return Err(CoreError::Cancelled),
                 Err(why) => Some(why),
             }
         } else {
             None
         };
         Ok(Self {
-            regression: Regression::Svd(regression_operator(design, &proper)?),
+            regression: Regression::Svd(regression_operator(design, &proper, cancel)?),
             declined,
         })
     }

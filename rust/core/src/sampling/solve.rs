@@ -11,6 +11,7 @@ use faer::linalg::svd::{svd, svd_scratch, ComputeSvdVectors};
 use faer::{Accum, Mat, Par};
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::error::{CoreError, Result};
 use crate::sampling::Design;
 
@@ -65,8 +66,14 @@ impl ProperRows {
 
 /// The minimum-norm projected weighted least-squares operator (docs/estimators.md, docs/solver.md):
 /// `φ = α 1 + P (diag(√ω) Z P)⁺ diag(√ω) (v − v0 − α s)`, through a thin SVD with a relative rank
-/// cutoff of `max(m, n) · ε · σ_max`.
-pub fn regression_operator(design: &Design, proper: &ProperRows) -> Result<LinearOperator> {
+/// cutoff of `max(m, n) · ε · σ_max`. Polls `cancel` before and after the SVD (which runs as one
+/// call) and in the product that follows.
+pub fn regression_operator(
+    design: &Design,
+    proper: &ProperRows,
+    cancel: &Cancel,
+) -> Result<LinearOperator> {
+    cancel.check()?;
     let n = design.n_players;
     let m_p = proper.rows.len();
     let sqrt_w: Vec<f64> = proper
@@ -80,6 +87,7 @@ pub fn regression_operator(design: &Design, proper: &ProperRows) -> Result<Linea
     });
     let (u, s, v) = thin_svd(&x)?;
     drop(x);
+    cancel.check()?;
     let sigma_max = s.first().copied().unwrap_or(0.0);
     let tol = m_p.max(n) as f64 * f64::EPSILON * sigma_max;
     let rank = s.iter().take_while(|&&x| x > tol).count();
@@ -89,7 +97,8 @@ pub fn regression_operator(design: &Design, proper: &ProperRows) -> Result<Linea
     let mut k = Mat::<f64>::zeros(n, m_p);
     k.par_col_chunks_mut(COLUMN_BLOCK)
         .enumerate()
-        .for_each(|(block, mut dst)| {
+        .try_for_each(|(block, mut dst)| {
+            cancel.check()?;
             let start = block * COLUMN_BLOCK;
             let width = dst.ncols();
             let src = u_r.subrows(start, width).transpose();
@@ -106,7 +115,8 @@ pub fn regression_operator(design: &Design, proper: &ProperRows) -> Result<Linea
                     dst[(i, j)] *= sqrt_w[start + j];
                 }
             }
-        });
+            Ok(())
+        })?;
     Ok(LinearOperator {
         matrix: assemble(n, design.n_coalitions(), proper, k),
         rank: Some(rank),

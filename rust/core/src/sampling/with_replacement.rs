@@ -6,7 +6,9 @@ use rand::distr::weighted::WeightedIndex;
 use rand::distr::Distribution;
 use rand::Rng;
 
+use crate::cancel::Cancel;
 use crate::coalitions::{binomial_f64, complement, mask_from_players};
+use crate::error::Result;
 use crate::sampling::design::CoalitionSet;
 use crate::sampling::layers::all_subsets;
 use crate::sampling::sizes::SizeDistribution;
@@ -18,7 +20,7 @@ const MAX_DRAWS_PER_COALITION: u64 = 1000;
 
 /// Adds up to `sampled_budget` distinct proper coalitions to `set` with KernelSHAP weights:
 /// `w(s)` for enumerated layers, `cnt_S / (D s (n − s) q_R(s))` for sampled ones (D draws, each
-/// yielding two coalitions when paired).
+/// yielding two coalitions when paired). Polls `cancel` once per coalition.
 pub fn sample_with_replacement<R: Rng>(
     set: &mut CoalitionSet,
     rng: &mut R,
@@ -26,7 +28,8 @@ pub fn sample_with_replacement<R: Rng>(
     sampled_budget: u64,
     dist: SizeDistribution,
     paired: bool,
-) {
+    cancel: &Cancel,
+) -> Result<()> {
     let mut remaining = sampled_budget as f64;
     let mut open: Vec<usize> = (1..n).collect();
     let first_row = set.len();
@@ -35,7 +38,8 @@ pub fn sample_with_replacement<R: Rng>(
     while let Some(s) = best_coverable_size(&open, n, remaining, dist, paired) {
         let layers = layer_and_partner(s, n, paired);
         for &size in &layers {
-            for mask in all_subsets(n, size) {
+            for mask in all_subsets(n, size, cancel)? {
+                cancel.check()?;
                 set.add(
                     mask,
                     1.0 / (binomial_f64(n as u64, size as u64) * kernel_mass(n, size)),
@@ -47,17 +51,18 @@ pub fn sample_with_replacement<R: Rng>(
     }
     let enumerated_rows = set.len() - first_row;
     if open.is_empty() || remaining < 1.0 {
-        return;
+        return Ok(());
     }
     let target = first_row + enumerated_rows + remaining as usize;
     let q_mass: f64 = open.iter().map(|&s| dist.weight(n, s)).sum();
     let Ok(size_dist) = WeightedIndex::new(open.iter().map(|&s| dist.weight(n, s))) else {
-        return;
+        return Ok(());
     };
     let mut draws: u64 = 0;
     let max_draws = MAX_DRAWS_PER_COALITION * (remaining as u64 + 1);
     let sampled_start = set.len();
     while set.len() < target && draws < max_draws {
+        cancel.check()?;
         let s = open[size_dist.sample(rng)];
         let mask = mask_from_players(rand::seq::index::sample(rng, n, s).iter(), n);
         if paired {
@@ -70,6 +75,7 @@ pub fn sample_with_replacement<R: Rng>(
     set.rescale_rows(sampled_start, |s| {
         q_mass / (effective_draws * kernel_mass(n, s) * dist.weight(n, s))
     });
+    Ok(())
 }
 
 /// `s (n − s)`: the inverse of the total kernel mass of layer `s`.
@@ -122,7 +128,8 @@ mod tests {
         let n = 12;
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let mut set = CoalitionSet::new(n);
-        sample_with_replacement(&mut set, &mut rng, n, 500, SizeDistribution::Kernel, true);
+        let kernel = SizeDistribution::Kernel;
+        sample_with_replacement(&mut set, &mut rng, n, 500, kernel, true, Cancel::never()).unwrap();
         assert_eq!(set.len(), 500);
         let (coalitions, weights) = set.into_parts();
         let singles = (0..coalitions.n_rows())
@@ -143,7 +150,9 @@ mod tests {
         let n = 30;
         let mut rng = ChaCha8Rng::seed_from_u64(8);
         let mut set = CoalitionSet::new(n);
-        sample_with_replacement(&mut set, &mut rng, n, 2000, SizeDistribution::Kernel, false);
+        let kernel = SizeDistribution::Kernel;
+        sample_with_replacement(&mut set, &mut rng, n, 2000, kernel, false, Cancel::never())
+            .unwrap();
         let (_, weights) = set.into_parts();
         let total: f64 = weights.iter().sum();
         let exact: f64 = (1..n).map(|s| 1.0 / kernel_mass(n, s)).sum();

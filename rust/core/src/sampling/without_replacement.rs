@@ -4,7 +4,9 @@
 
 use rand::Rng;
 
+use crate::cancel::Cancel;
 use crate::coalitions::{binomial_f64, complement, insert, ln_binomial};
+use crate::error::Result;
 use crate::sampling::design::CoalitionSet;
 use crate::sampling::layers::distinct_subsets;
 use crate::sampling::sizes::SizeDistribution;
@@ -13,6 +15,7 @@ use crate::sampling::sizes::SizeDistribution;
 /// `w(s) / π_s = 1 / (s (n − s) m_s)`, where `m_s` is the number of size-`s` coalitions drawn.
 ///
 /// `sampled_budget` must be below `2^n − 2` (callers enumerate otherwise) and even when `paired`.
+/// Polls `cancel` once per coalition.
 pub fn sample_without_replacement<R: Rng>(
     set: &mut CoalitionSet,
     rng: &mut R,
@@ -20,9 +23,10 @@ pub fn sample_without_replacement<R: Rng>(
     sampled_budget: u64,
     dist: SizeDistribution,
     paired: bool,
-) {
+    cancel: &Cancel,
+) -> Result<()> {
     if sampled_budget == 0 || n < 2 {
-        return;
+        return Ok(());
     }
     let expected = expected_layer_counts(n, sampled_budget as f64, dist);
     let groups = layer_groups(n, paired);
@@ -43,13 +47,15 @@ pub fn sample_without_replacement<R: Rng>(
         }
         match group {
             LayerGroup::Single(s) => {
-                for mask in distinct_subsets(rng, n, *s, k, n) {
+                for mask in distinct_subsets(rng, n, *s, k, n, cancel)? {
+                    cancel.check()?;
                     set.add(mask, 1.0);
                 }
                 counts[*s] += k;
             }
             LayerGroup::Pair(s) => {
-                for mask in distinct_subsets(rng, n, *s, k, n) {
+                for mask in distinct_subsets(rng, n, *s, k, n, cancel)? {
+                    cancel.check()?;
                     set.add(complement(&mask, n), 1.0);
                     set.add(mask, 1.0);
                 }
@@ -58,7 +64,8 @@ pub fn sample_without_replacement<R: Rng>(
             }
             LayerGroup::Middle(s) => {
                 // Unordered pairs {S, N∖S} of the middle size: the member holding player n − 1.
-                for mut mask in distinct_subsets(rng, n - 1, s - 1, k, n) {
+                for mut mask in distinct_subsets(rng, n - 1, s - 1, k, n, cancel)? {
+                    cancel.check()?;
                     insert(&mut mask, n - 1);
                     set.add(complement(&mask, n), 1.0);
                     set.add(mask, 1.0);
@@ -74,6 +81,7 @@ pub fn sample_without_replacement<R: Rng>(
             1.0 / ((s * (n - s)) as f64 * counts[s] as f64)
         }
     });
+    Ok(())
 }
 
 /// Expected number of size-`s` coalitions, `min(C(n, s), c d_s)`, with `c` solving
@@ -239,7 +247,9 @@ mod tests {
                 100,
                 SizeDistribution::Leverage,
                 true,
-            );
+                Cancel::never(),
+            )
+            .unwrap();
             assert_eq!(set.len(), 100, "n = {n}");
             let (coalitions, weights) = set.into_parts();
             for (row, w) in weights.iter().enumerate() {
@@ -255,7 +265,9 @@ mod tests {
         let n = 4096;
         let mut rng = ChaCha8Rng::seed_from_u64(6);
         let mut set = CoalitionSet::new(n);
-        sample_without_replacement(&mut set, &mut rng, n, 2000, SizeDistribution::Kernel, true);
+        let kernel = SizeDistribution::Kernel;
+        sample_without_replacement(&mut set, &mut rng, n, 2000, kernel, true, Cancel::never())
+            .unwrap();
         assert_eq!(set.len(), 2000);
         let (_, weights) = set.into_parts();
         assert!(weights.iter().all(|w| w.is_finite() && *w > 0.0));

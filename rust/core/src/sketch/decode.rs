@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use super::design::SketchPlan;
 use super::qary::{dft_in_place, dot_mod, negate, Roots};
 use super::spectrum::Spectrum;
+use crate::cancel::Cancel;
 use crate::error::{CoreError, Result};
 
 /// Most peeling rounds per decode.
@@ -60,7 +61,8 @@ impl SketchPlan {
     /// Decodes the model's values on [`SketchPlan::queries`] (one per distinct query, in order)
     /// into a sparse spectrum, choosing the noise threshold that best predicts the held-out
     /// queries. Deterministic: thresholds are decoded in parallel and compared in a fixed order.
-    pub fn decode(&self, values: &[f64]) -> Result<SketchFit> {
+    /// Polls `cancel` throughout ([`CoreError::Cancelled`] once it is set).
+    pub fn decode(&self, values: &[f64], cancel: &Cancel) -> Result<SketchFit> {
         let m = self.n_queries();
         if values.len() != m {
             return Err(CoreError::invalid(
@@ -86,7 +88,7 @@ impl SketchPlan {
             .map(|&r| values[r as usize])
             .sum::<f64>()
             / self.sample_rows.len() as f64;
-        let transformed = Transformed::new(self, values, mean)?;
+        let transformed = Transformed::new(self, values, mean, cancel)?;
         let holdout: Vec<f64> = self
             .holdout_rows
             .iter()
@@ -95,7 +97,8 @@ impl SketchPlan {
         let mut trials: Vec<(f64, Spectrum, f64)> = threshold_grid()
             .into_par_iter()
             .map(|threshold| {
-                let spectrum = transformed.spectrum(transformed.peel(threshold), mean)?;
+                let spectrum = transformed.spectrum(transformed.peel(threshold, cancel)?, mean)?;
+                cancel.check()?;
                 let score = self
                     .holdout_rows
                     .iter()
@@ -140,7 +143,7 @@ fn normalised(score: f64, y: &[f64]) -> f64 {
 
 impl<'a> Transformed<'a> {
     /// The bin transforms of the mean-removed samples, one q-ary DFT per (group, delay).
-    fn new(plan: &'a SketchPlan, values: &[f64], mean: f64) -> Result<Self> {
+    fn new(plan: &'a SketchPlan, values: &[f64], mean: f64, cancel: &Cancel) -> Result<Self> {
         let roots = Roots::new(plan.params.q);
         let n_bins = plan.params.bins()?;
         let delays = plan.params.delays();
@@ -148,14 +151,15 @@ impl<'a> Transformed<'a> {
             .sample_rows
             .par_chunks_exact(n_bins)
             .map(|rows| {
+                cancel.check()?;
                 let mut u: Vec<Complex64> = rows
                     .iter()
                     .map(|&r| Complex64::new(values[r as usize] - mean, 0.0))
                     .collect();
                 dft_in_place(&mut u, &roots);
-                u
+                Ok(u)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let mut bins = vec![Complex64::new(0.0, 0.0); rows.len() * n_bins];
         for (cr, row) in rows.iter().enumerate() {
             let (c, r) = (cr / delays, cr % delays);
@@ -229,7 +233,7 @@ impl<'a> Transformed<'a> {
     /// Peels every verified singleton each round (with its conjugate partner, as `f` is real),
     /// summing re-detections, until a round finds none; returns the keys found (zero key
     /// included) and their coefficients. `threshold` is relative to the mean entry energy.
-    fn peel(&self, threshold: f64) -> BTreeMap<Vec<u8>, Complex64> {
+    fn peel(&self, threshold: f64, cancel: &Cancel) -> Result<BTreeMap<Vec<u8>, Complex64>> {
         let (q, delays) = (self.plan.params.q, self.plan.params.delays());
         let cutoff = threshold * self.scale * delays as f64;
         let mut bins = self.bins.clone();
@@ -240,12 +244,11 @@ impl<'a> Transformed<'a> {
             let classes: Vec<(usize, Bin)> = check
                 .par_iter()
                 .map(|&cj| {
-                    (
-                        cj,
-                        self.classify(cj, &bins[cj * delays..(cj + 1) * delays], cutoff),
-                    )
+                    cancel.check()?;
+                    let bin = &bins[cj * delays..(cj + 1) * delays];
+                    Ok((cj, self.classify(cj, bin, cutoff)))
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             // One detection per conjugate class, oriented to its smaller key; best residual wins.
             let mut singles: BTreeMap<Vec<u8>, (f64, Complex64)> = BTreeMap::new();
             for (cj, class) in classes {
@@ -275,6 +278,7 @@ impl<'a> Transformed<'a> {
             }
             let mut touched = BTreeSet::new();
             for (key, (_, value)) in singles {
+                cancel.check()?;
                 let negated = negate(&key, q);
                 if negated != key {
                     self.subtract(&mut bins, &active, &negated, value.conj(), &mut touched);
@@ -285,7 +289,7 @@ impl<'a> Transformed<'a> {
             }
             check = touched.into_iter().collect();
         }
-        found
+        Ok(found)
     }
 
     /// Removes `value · s(key)` from the key's active bin in every group.

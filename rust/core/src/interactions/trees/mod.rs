@@ -9,11 +9,17 @@ pub mod walsh;
 pub use lightgbm::Ensemble;
 pub use walsh::ensemble_fourier;
 
+use crate::cancel::Cancel;
 use crate::error::Result;
 use crate::interactions::function::SparseFunction;
 
 /// The exact Fourier spectrum, on `n_players` 0/1 inputs, of the LightGBM regression model
-/// whose text (`Booster.model_to_string()`) is `model_text`.
-pub fn lightgbm_fourier(model_text: &str, n_players: usize) -> Result<SparseFunction> {
-    ensemble_fourier(&Ensemble::from_model_text(model_text)?, n_players)
+/// whose text (`Booster.model_to_string()`) is `model_text`; polls `cancel` while it expands
+/// the trees.
+pub fn lightgbm_fourier(
+    model_text: &str,
+    n_players: usize,
+    cancel: &Cancel,
+) -> Result<SparseFunction> {
+    ensemble_fourier(&Ensemble::from_model_text(model_text)?, n_players, cancel)
 }

@@ -20,6 +20,7 @@ use std::hash::Hash;
 
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::error::{CoreError, Result};
 use crate::interactions::function::{Basis, Key, SparseFunction};
 use crate::interactions::trees::lightgbm::{Child, Ensemble, Tree};
@@ -153,11 +154,15 @@ impl GlobalKey for Key {
 /// Errors (argument `model`) for a split on a feature `≥ n_players`, a tree splitting on more
 /// than [`MAX_TREE_FEATURES`] features, a leaf whose path fixes more than 22 features or a tree
 /// whose leaves expand into more than `2^22` terms.
-pub fn ensemble_fourier(ensemble: &Ensemble, n_players: usize) -> Result<SparseFunction> {
+pub fn ensemble_fourier(
+    ensemble: &Ensemble,
+    n_players: usize,
+    cancel: &Cancel,
+) -> Result<SparseFunction> {
     let terms = if n_players <= Bits::CAPACITY {
-        sum_trees::<Bits>(&ensemble.trees, n_players)?
+        sum_trees::<Bits>(&ensemble.trees, n_players, cancel)?
     } else {
-        sum_trees::<Key>(&ensemble.trees, n_players)?
+        sum_trees::<Key>(&ensemble.trees, n_players, cancel)?
     };
     Ok(SparseFunction::from_sorted_terms(
         Basis::Fourier,
@@ -206,7 +211,11 @@ impl Buckets {
 /// order. Every bucket then sums its terms, chunk by chunk, so every coefficient is the same sum
 /// in the same order whatever the number of threads, and is sorted on its own
 /// ([`sum_buckets`]).
-fn sum_trees<K: GlobalKey>(trees: &[Tree], n_players: usize) -> Result<Vec<(Key, f64)>> {
+fn sum_trees<K: GlobalKey>(
+    trees: &[Tree],
+    n_players: usize,
+    cancel: &Cancel,
+) -> Result<Vec<(Key, f64)>> {
     let buckets = Buckets::new(n_players);
     let chunk = trees
         .len()
@@ -217,7 +226,7 @@ fn sum_trees<K: GlobalKey>(trees: &[Tree], n_players: usize) -> Result<Vec<(Key,
         .map_init(Sums::new, |tree_terms, trees| {
             let (mut terms, mut ids) = (Vec::new(), Vec::new());
             for tree in trees {
-                let features = expand_tree::<K>(tree, n_players, tree_terms)?;
+                let features = expand_tree::<K>(tree, n_players, tree_terms, cancel)?;
                 for (bits, c) in tree_terms.drain() {
                     if c != 0.0 {
                         let key = K::from_bits(Bits(bits), &features);
@@ -229,7 +238,7 @@ fn sum_trees<K: GlobalKey>(trees: &[Tree], n_players: usize) -> Result<Vec<(Key,
             Ok(BucketedTerms::new(terms, &ids, buckets.len()))
         })
         .collect::<Result<_>>()?;
-    Ok(sum_buckets(&chunks, buckets.len()))
+    sum_buckets(&chunks, buckets.len(), cancel)
 }
 
 /// Terms sorted by bucket, keeping their order within each bucket (a counting sort).
@@ -270,7 +279,11 @@ impl<K: Clone> BucketedTerms<K> {
 ///
 /// Consecutive buckets go in groups of similar work, each summed with one table: a table per
 /// bucket would spend more time allocating and growing than adding.
-fn sum_buckets<K: GlobalKey>(chunks: &[BucketedTerms<K>], n_buckets: usize) -> Vec<(Key, f64)> {
+fn sum_buckets<K: GlobalKey>(
+    chunks: &[BucketedTerms<K>],
+    n_buckets: usize,
+    cancel: &Cancel,
+) -> Result<Vec<(Key, f64)>> {
     let work = |b: usize| {
         chunks
             .iter()
@@ -298,6 +311,7 @@ fn sum_buckets<K: GlobalKey>(chunks: &[BucketedTerms<K>], n_buckets: usize) -> V
             let mut terms: Vec<Term<K>> = Vec::new();
             let mut out = Vec::new();
             for b in group {
+                cancel.check()?;
                 for (k, c) in chunks.iter().flat_map(|chunk| chunk.bucket(b)) {
                     sums.add(k.clone(), *c);
                 }
@@ -305,19 +319,20 @@ fn sum_buckets<K: GlobalKey>(chunks: &[BucketedTerms<K>], n_buckets: usize) -> V
                 terms.sort_unstable_by(|a, b| a.0.cmp_same_size(&b.0));
                 out.extend(terms.drain(..).map(|(k, c)| (k.into_key(), c)));
             }
-            out
+            Ok(out)
         })
-        .collect();
-    sums.into_iter().flatten().collect()
+        .collect::<Result<_>>()?;
+    Ok(sums.into_iter().flatten().collect())
 }
 
 /// One tree's spectrum, added into `terms` over bit sets of players or, unless
 /// [`GlobalKey::PLAYERS_ARE_BITS`], of the returned features (sorted distinct players; empty
-/// when the bits are the players).
+/// when the bits are the players). Polls `cancel` once per node.
 fn expand_tree<K: GlobalKey>(
     tree: &Tree,
     n_players: usize,
     terms: &mut Sums<u128>,
+    cancel: &Cancel,
 ) -> Result<Vec<u32>> {
     if let Some(split) = tree.splits.iter().find(|s| s.feature >= n_players) {
         return Err(CoreError::invalid(
@@ -363,6 +378,7 @@ fn expand_tree<K: GlobalKey>(
     };
     let mut stack = vec![(root, Bits::EMPTY, Bits::EMPTY)];
     while let Some((child, fixed, ones)) = stack.pop() {
+        cancel.check()?;
         let node = match child {
             Child::Leaf(l) => {
                 let value = tree.leaf_values[l];

@@ -34,7 +34,7 @@ fn check_all_masks(tree: Tree, n: usize) {
         n_features: n,
         trees: vec![tree.clone()],
     };
-    let f = ensemble_fourier(&ensemble, n).unwrap();
+    let f = ensemble_fourier(&ensemble, n, Cancel::never()).unwrap();
     let masks: Vec<bool> = (0..1usize << n)
         .flat_map(|m| (0..n).map(move |i| m >> i & 1 == 1))
         .collect();
@@ -92,10 +92,12 @@ fn parity_tree_is_one_coefficient() {
         n_features: 2,
         trees: vec![tree],
     };
-    let f = ensemble_fourier(&ensemble, 2).unwrap();
+    let f = ensemble_fourier(&ensemble, 2, Cancel::never()).unwrap();
     assert_eq!(f.terms().len(), 1);
     assert_eq!(f.coefficient(&[0, 1]), 1.0);
-    let err = ensemble_fourier(&ensemble, 1).unwrap_err().to_string();
+    let err = ensemble_fourier(&ensemble, 1, Cancel::never())
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("feature 1") && err.contains("n_players = 1"),
         "{err}"
@@ -139,8 +141,8 @@ fn ensembles_match_predictions_and_both_key_paths_agree() {
         trees,
     };
     // Bit-set keys (n <= 128) and general keys (n > 128) give the same sums in the same order.
-    let narrow = ensemble_fourier(&ensemble, 120).unwrap();
-    let wide = ensemble_fourier(&ensemble, 300).unwrap();
+    let narrow = ensemble_fourier(&ensemble, 120, Cancel::never()).unwrap();
+    let wide = ensemble_fourier(&ensemble, 300, Cancel::never()).unwrap();
     assert_eq!(narrow.terms(), wide.terms());
     assert!(narrow.terms().windows(2).all(|w| w[0].0 < w[1].0));
     let masks: Vec<bool> = (0..200 * 120)
@@ -160,7 +162,7 @@ fn ensembles_match_predictions_and_both_key_paths_agree() {
         .num_threads(1)
         .build()
         .unwrap()
-        .install(|| ensemble_fourier(&ensemble, 120).unwrap());
+        .install(|| ensemble_fourier(&ensemble, 120, Cancel::never()).unwrap());
     assert_eq!(single, narrow);
 }
 
@@ -185,7 +187,7 @@ fn deep_paths_are_refused_before_expanding() {
             n_features: 30,
             trees: vec![tree],
         };
-        ensemble_fourier(&ensemble, 30)
+        ensemble_fourier(&ensemble, 30, Cancel::never())
     };
     check_all_masks(chain(10, |l| l as f64 + 1.0), 10);
     // The last pair alone fixes 21 features: 2^22 terms, plus the other leaves'.
