@@ -606,7 +606,7 @@ mod tests {
                         .sum::<f64>()
                 });
                 let c = extremes.design(&keys, basis, n).transpose().to_owned();
-                let nu = c.qr().solve_lstsq(&gradient);
+                let nu = faer::linalg::solvers::SolveLstsq::solve_lstsq(&c.qr(), &gradient);
                 let off = (&gradient - &c * &nu).norm_l2();
                 assert!(
                     off < 1e-8 * gradient.norm_l2().max(1.0),
@@ -667,8 +667,8 @@ mod tests {
         }
         let moebius = SparseFunction::new(Basis::Moebius, n, vec![(Key::empty(), 1.0)]).unwrap();
         let fit = refit_top(&moebius, Basis::Moebius, 0, samples, Some(extremes)).unwrap();
-        assert_eq!(fit.coefficient(&[]), 0.0);
-        assert!((0..6).all(|i| fit.coefficient(&[i]) == 1.0));
+        assert!(fit.coefficient(&[]).abs() < 1e-12);
+        assert!((0..6).all(|i| (fit.coefficient(&[i]) - 1.0).abs() < 1e-12));
     }
 
     #[test]

@@ -379,7 +379,7 @@ mod tests {
                 .design(&keys, Basis::Fourier, n)
                 .transpose()
                 .to_owned();
-            let nu = c.qr().solve_lstsq(&gradient);
+            let nu = faer::linalg::solvers::SolveLstsq::solve_lstsq(&c.qr(), &gradient);
             let off = (&gradient - &c * &nu).norm_l2();
             assert!(off < 1e-8 * gradient.norm_l2().max(1.0), "{rows}: {off}");
         }
