@@ -331,19 +331,23 @@ def test_the_proxy_scaled_ridge_where_the_proxy_is_short_of_data() -> None:
         assert exact.values[key] == pytest.approx(value, abs=1e-9)
     with pytest.raises(InvalidTypeError, match="ridge"):
         fs.ProxySPEX(game, n_players=20, ridge=1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError, match="efficient"):
+        fs.ProxySPEX(game, n_players=20, efficient=None)  # type: ignore[arg-type]
 
 
 def test_outlying_empty_and_full_coalitions_are_queried_but_not_fitted() -> None:
     """∅ and N are in the plan and the budget, but values there far from all the others do not
-    pull the surrogate: a sparse game with spikes at ∅ and N is recovered exactly on every other
-    mask, and ``efficiency_gap`` reports what the surrogate's total leaves out of the game's;
-    without spikes both are fitted."""
+    pull the proxy: with ``efficient=False`` a sparse game with spikes at ∅ and N is recovered
+    exactly on every other mask, and ``efficiency_gap`` reports what the surrogate's total
+    leaves out of the game's; without spikes both are fitted."""
     soum = Soum(20, 5, 2, 0)
 
     def spiked(masks: np.ndarray) -> np.ndarray:
         return soum(masks) + 50.0 * masks.all(axis=1) - 30.0 * (~masks).all(axis=1)
 
-    iv = fs.ProxySPEX(spiked, n_players=20, budget=400, seed=0, index="Moebius").explain()
+    iv = fs.ProxySPEX(
+        spiked, n_players=20, budget=400, seed=0, index="Moebius", efficient=False
+    ).explain()
     assert iv.n_evaluations == 400
     for key, value in true_terms(soum).items():
         assert iv.values[key] == pytest.approx(value, abs=1e-9)

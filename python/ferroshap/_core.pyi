@@ -232,10 +232,14 @@ def refit_top(
     support: int,
     masks: NDArray[np.bool_],
     values: NDArray[np.float64],
+    extremes: tuple[float, float] | None = None,
 ) -> SparseFunction:
     """The ``support`` keys of ``spectrum`` with the largest |coefficient| in ``basis``, plus the
     empty key, fitted by least squares on ``masks`` → ``values`` (a key whose column depends on
-    earlier ones is left out). ``support`` must be below the number of masks."""
+    earlier ones is left out). ``support`` must be below the number of masks. Given
+    ``extremes = (v(∅), v(N))``, the least-squares fit subject to ``f(∅) = v(∅)`` and
+    ``f(N) = v(N)`` (where no key tells ∅ from N, ``f(∅) = v(∅)`` and the rest of
+    ``v(N) - v(∅)`` shared equally by first-order terms)."""
 
 def select_ridge(
     spectrum: SparseFunction,
@@ -254,10 +258,12 @@ def refit_ridge(
     penalty: float,
     masks: NDArray[np.bool_],
     values: NDArray[np.float64],
+    extremes: tuple[float, float] | None = None,
 ) -> SparseFunction:
     """``spectrum``'s Fourier terms (at most 1024, the largest first) fitted on ``masks`` →
     ``values`` by the proxy-scaled ridge with ``penalty`` per sample (``λ = penalty * rows``,
-    intercept unpenalised): a Fourier function."""
+    intercept unpenalised): a Fourier function. Given ``extremes = (v(∅), v(N))``, the ridge
+    subject to ``f(∅) = v(∅)`` and ``f(N) = v(N)`` (as for :func:`refit_top`)."""
 
 def exact_interactions(
     values: NDArray[np.float64], n_players: int, index: str, max_order: int

@@ -11,7 +11,8 @@ Plan → query → estimate (docs/proxyspex.md):
    coefficients to keep (k by validation R² of training-only fits) and the blend of the two
    fits that scores best on the validation split. A second proxy is then fitted on every mask
    (where that is cheap), its top-k terms in each basis are refitted by least squares on every
-   mask, blended, and converted to the requested interaction index.
+   mask subject to the game's values at ∅ and N, blended, and converted to the requested
+   interaction index.
 """
 
 from __future__ import annotations
@@ -100,9 +101,10 @@ EXTREMES = 2
 """The plan's first rows: ∅ and N."""
 
 EXTREME_SD = 5.0
-"""∅ or N is queried but left out of the proxy and the refits when its value lies more than
-this many standard deviations from the mean of the other planned values; docs/proxyspex.md,
-step 1 (``diagnostics["extremes_fitted"]`` and ``diagnostics["efficiency_gap"]`` report it)."""
+"""∅ or N is queried but left out of the proxy and the refits when its value lies more than this
+many standard deviations from the mean of the other planned values; docs/proxyspex.md, step 1
+(``diagnostics["extremes_fitted"]`` and ``diagnostics["efficiency_gap"]`` report it). The final
+refit is held to both values unless ``efficient=False``."""
 
 
 def _fitted_extremes(values: np.ndarray) -> np.ndarray:
@@ -243,6 +245,14 @@ class ProxySPEX:
         (default) tries it under the same condition as ``refit_proxy`` and keeps it unless the
         sparse fit is clearly better on the validation split (:data:`SPARSE_RESIDUAL`);
         ``True`` always uses it, ``False`` never. ``iv.diagnostics["fit"]`` says which ran.
+    efficient
+        Fit the final surrogate ``f`` subject to ``f(∅) = v(∅)`` and ``f(N) = v(N)`` (default),
+        so that the Shapley values and the efficient indices (``k-SII``, ``STII``, ``FSII``) sum
+        to the game's ``v(N) - v(∅)``. Where ∅ or N lies far from the uniform masks (text under
+        a transformer) the constraints bend the sparse surrogate and cost faithfulness on the
+        uniform masks; ``False`` fits the uniform masks alone, the values then summing to the
+        surrogate's ``f(N) - f(∅)`` (``iv.diagnostics["efficiency_gap"]`` reports the
+        difference). See docs/proxyspex.md for the measurements.
 
     Examples
     --------
@@ -281,10 +291,12 @@ class ProxySPEX:
         max_memory: int | None = None,
         refit_proxy: bool | None = None,
         ridge: bool | None = None,
+        efficient: bool = True,
     ) -> None:
         n_players = one_spelling(n_players, "n_players", n, "n")
         self.refit_proxy = None if refit_proxy is None else check_flag(refit_proxy, "refit_proxy")
         self.ridge = None if ridge is None else check_flag(ridge, "ridge")
+        self.efficient = check_flag(efficient, "efficient")
         if max_memory is not None:
             memory.resolve_max_memory(max_memory)
         self.max_memory = max_memory
@@ -521,11 +533,13 @@ class ProxySPEX:
             times["seconds_extraction"] += time.perf_counter() - start
 
         start = time.perf_counter()
+        # held to v(∅) and v(N), whether they were fitted as rows or not: efficient values
+        anchors = (float(extremes[1][0]), float(extremes[1][1])) if self.efficient else None
         if penalty is not None:
-            surrogate = _core.refit_ridge(spectrum, penalty, masks, values)
+            surrogate = _core.refit_ridge(spectrum, penalty, masks, values, anchors)
             weight = 0.0
         else:
-            surrogate = _refit_blend(spectrum, selections, weight, masks, values)
+            surrogate = _refit_blend(spectrum, selections, weight, masks, values, anchors)
         times["seconds_refit"] += time.perf_counter() - start
         diagnostics = {
             "estimated": True,
@@ -562,16 +576,18 @@ def _refit_blend(
     weight: float,
     masks: np.ndarray,
     values: np.ndarray,
+    extremes: tuple[float, float] | None,
 ) -> Any:
     """The sparse surrogate: in each basis of :data:`SELECTION_BASES`, the selected number of
-    ``spectrum``'s largest terms refitted by least squares on every mask, blended with the
-    Möbius fit's ``weight``."""
+    ``spectrum``'s largest terms refitted by least squares on every mask (subject to the game's
+    ``extremes = (v(∅), v(N))`` when given), blended with the Möbius fit's ``weight`` (a
+    mixture of fits that meet both meets both)."""
     weights = {SELECTION_BASES[0]: weight, SELECTION_BASES[1]: 1.0 - weight}
 
     def refit(basis: str, selection: tuple[int, float, np.ndarray]) -> Any:
         if not weights[basis]:
             return None
-        return _core.refit_top(spectrum, basis, selection[0], masks, values)
+        return _core.refit_top(spectrum, basis, selection[0], masks, values, extremes)
 
     with ThreadPoolExecutor(len(SELECTION_BASES)) as pool:
         fits = dict(zip(SELECTION_BASES, pool.map(refit, SELECTION_BASES, selections), strict=True))

@@ -137,7 +137,8 @@ class Interactions:
     def shapley_values(self) -> np.ndarray:
         """Shapley values ``[n_players]`` of the whole surrogate (not of the truncated values).
 
-        They sum to ``v(N) - v(∅)`` of the surrogate.
+        They sum to ``v(N) - v(∅)`` of the surrogate (ProxySPEX holds it to the game's values
+        at ∅ and N unless ``efficient=False``).
         """
         return self.surrogate.shapley_values()
 

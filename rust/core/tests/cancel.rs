@@ -123,13 +123,13 @@ fn proxyspex_planning_selection_and_refits_stop() {
     for basis in [Basis::Fourier, Basis::Moebius] {
         let selection = select_support(&f, basis, train, validation, &stop);
         assert_eq!(selection.unwrap_err(), CoreError::Cancelled);
-        let fit = refit_top(&f, basis, 3, all, &stop);
+        let fit = refit_top(&f, basis, 3, all, None, &stop);
         assert_eq!(fit.unwrap_err(), CoreError::Cancelled);
         assert!(select_support(&f, basis, train, validation, &Cancel::new()).is_ok());
     }
     let ridge = select_ridge(&f, train, validation, &stop);
     assert_eq!(ridge.unwrap_err(), CoreError::Cancelled);
-    let fit = refit_ridge(&f, 1e-3, all, &stop);
+    let fit = refit_ridge(&f, 1e-3, all, None, &stop);
     assert_eq!(fit.unwrap_err(), CoreError::Cancelled);
-    assert!(refit_ridge(&f, 1e-3, all, &Cancel::new()).is_ok());
+    assert!(refit_ridge(&f, 1e-3, all, None, &Cancel::new()).is_ok());
 }

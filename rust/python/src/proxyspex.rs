@@ -6,7 +6,7 @@ use ferroshap_core::interactions::function::{Basis, Key, SparseFunction};
 use ferroshap_core::interactions::indices::{interactions, shapley_values, to_fourier, to_moebius};
 use ferroshap_core::interactions::indices::{Index, Interactions};
 use ferroshap_core::interactions::proxyspex::{
-    plan_masks as plan, refit_top as refit, select_support as select, Samples,
+    plan_masks as plan, refit_top as refit, select_support as select, Extremes, Samples,
 };
 use ferroshap_core::interactions::ridge::{
     refit_ridge as ridge_refit, select_ridge as ridge_select,
@@ -293,8 +293,15 @@ fn select_support<'py>(
     ))
 }
 
-/// The `support` largest keys of a spectrum in a basis, refitted by least squares.
+/// The game's values `(v(∅), v(N))`, which a refit holds its surrogate to.
+fn extremes_of(extremes: Option<(f64, f64)>) -> Option<Extremes> {
+    extremes.map(|(empty, full)| Extremes { empty, full })
+}
+
+/// The `support` largest keys of a spectrum in a basis, refitted by least squares (subject to
+/// `f(∅) = v(∅)` and `f(N) = v(N)` given `extremes = (v(∅), v(N))`).
 #[pyfunction]
+#[pyo3(signature = (spectrum, basis, support, masks, values, extremes=None))]
 fn refit_top<'py>(
     py: Python<'py>,
     spectrum: &PySparseFunction,
@@ -302,6 +309,7 @@ fn refit_top<'py>(
     support: usize,
     masks: PyReadonlyArray2<'py, bool>,
     values: PyReadonlyArray1<'py, f64>,
+    extremes: Option<(f64, f64)>,
 ) -> PyResult<PySparseFunction> {
     let n = spectrum.inner.n_players();
     let prepared = (|| -> Result<_, CoreError> {
@@ -309,7 +317,14 @@ fn refit_top<'py>(
     })();
     let (basis, samples) = prepared.map_err(|e| to_py_err(py, e))?;
     let inner = interruptible(py, |cancel| {
-        refit(&spectrum.inner, basis, support, samples.view(), cancel)
+        refit(
+            &spectrum.inner,
+            basis,
+            support,
+            samples.view(),
+            extremes_of(extremes),
+            cancel,
+        )
     })?;
     Ok(PySparseFunction { inner })
 }
@@ -343,19 +358,28 @@ fn select_ridge<'py>(
     ))
 }
 
-/// A spectrum's terms refitted by the proxy-scaled ridge with a penalty per sample.
+/// A spectrum's terms refitted by the proxy-scaled ridge with a penalty per sample (subject to
+/// `f(∅) = v(∅)` and `f(N) = v(N)` given `extremes = (v(∅), v(N))`).
 #[pyfunction]
+#[pyo3(signature = (spectrum, penalty, masks, values, extremes=None))]
 fn refit_ridge<'py>(
     py: Python<'py>,
     spectrum: &PySparseFunction,
     penalty: f64,
     masks: PyReadonlyArray2<'py, bool>,
     values: PyReadonlyArray1<'py, f64>,
+    extremes: Option<(f64, f64)>,
 ) -> PyResult<PySparseFunction> {
     let samples = OwnedSamples::new(&masks, &values, spectrum.inner.n_players())
         .map_err(|e| to_py_err(py, e))?;
     let inner = interruptible(py, |cancel| {
-        ridge_refit(&spectrum.inner, penalty, samples.view(), cancel)
+        ridge_refit(
+            &spectrum.inner,
+            penalty,
+            samples.view(),
+            extremes_of(extremes),
+            cancel,
+        )
     })?;
     Ok(PySparseFunction { inner })
 }

@@ -4,9 +4,11 @@
 //! - [`select_support`]: from a proxy's exact spectrum, how many of the largest coefficients in
 //!   a chosen basis to keep, picked by R² on a validation split (the reference's 95 %-energy
 //!   rule caps R² near 0.95 even for a perfect proxy);
-//! - [`refit_top`]: that many largest coefficients refitted by least squares.
+//! - [`refit_top`]: that many largest coefficients refitted by least squares, with the game's
+//!   values at ∅ and N as equality constraints ([`Extremes`]).
 
-use faer::Mat;
+use faer::linalg::solvers::Solve;
+use faer::{Mat, Side};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -129,6 +131,94 @@ pub(crate) fn check_split(train: &Samples<'_>, validation: &Samples<'_>, n: usiz
         ));
     }
     Ok(())
+}
+
+/// The game's values at ∅ and N, which a refit given them reproduces exactly: the surrogate's
+/// `f(N) − f(∅)`, the sum of its Shapley values, is then the game's `v(N) − v(∅)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Extremes {
+    /// `v(∅)`.
+    pub empty: f64,
+    /// `v(N)`.
+    pub full: f64,
+}
+
+impl Extremes {
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.empty.is_finite() && self.full.is_finite() {
+            return Ok(());
+        }
+        Err(CoreError::invalid(
+            "extremes",
+            format!(
+                "values at ∅ and N must be finite, got ({}, {})",
+                self.empty, self.full
+            ),
+        ))
+    }
+
+    /// The two targets, ∅ first.
+    pub(crate) fn values(&self) -> [f64; 2] {
+        [self.empty, self.full]
+    }
+
+    /// The `2 × keys` design rows of ∅ and N (see [`design`]).
+    pub(crate) fn design(&self, keys: &[Key], basis: Basis, n: usize) -> Mat<f64> {
+        let mut masks = vec![false; 2 * n];
+        masks[n..].fill(true);
+        let values = self.values();
+        design(
+            keys,
+            basis,
+            &Samples {
+                masks: &masks,
+                values: &values,
+            },
+            n,
+        )
+    }
+
+    /// How many of the two constraints a fit with the `2 × keys` rows `c` (of [`Self::design`],
+    /// possibly scaled) can be held to: 2 when some column tells ∅ from N, else 1 (∅ alone;
+    /// [`Self::split_gap`] then corrects `f(N)`).
+    pub(crate) fn rank(c: &Mat<f64>) -> usize {
+        if (0..c.ncols()).any(|j| c[(0, j)] != c[(1, j)]) {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// `f` plus first-order terms that add `(v(N) − v(∅)) − (f(N) − f(∅))` to `f(N)` and leave
+    /// `f(∅)` as it is, the gap shared equally by the players: `gap / n` to each singleton's
+    /// Möbius coefficient, or `−gap / 2n` to each singleton's and `gap / 2` to the intercept's
+    /// Fourier coefficient. The exact correction for fits whose terms cannot tell ∅ from N.
+    pub(crate) fn split_gap(&self, f: SparseFunction) -> Result<SparseFunction> {
+        let n = f.n_players();
+        let mut masks = vec![false; 2 * n];
+        masks[n..].fill(true);
+        let at = f.evaluate(&masks)?;
+        let gap = (self.full - self.empty) - (at[1] - at[0]);
+        let basis = f.basis();
+        let (singleton, intercept) = match basis {
+            Basis::Moebius => (gap / n as f64, 0.0),
+            Basis::Fourier => (-gap / (2 * n) as f64, gap / 2.0),
+        };
+        let mut terms = f.terms().to_vec();
+        terms.push((Key::empty(), intercept));
+        terms.extend((0..n as u32).map(|i| (Key::from_sorted(&[i]), singleton)));
+        SparseFunction::new(basis, n, terms)
+    }
+}
+
+/// Solves the small symmetric positive definite system `m ν = rhs` of a constrained fit.
+pub(crate) fn solve_constraints(m: &Mat<f64>, rhs: &[f64]) -> Result<Vec<f64>> {
+    let rhs = Mat::from_fn(rhs.len(), 1, |i, _| rhs[i]);
+    let nu = m
+        .llt(Side::Lower)
+        .map_err(|_| CoreError::Numerical("the constraints at ∅ and N are not independent".into()))?
+        .solve(&rhs);
+    Ok(nu.col(0).iter().copied().collect())
 }
 
 /// The outcome of [`select_support`].
@@ -303,16 +393,28 @@ pub fn select_support(
 
 /// The `support` keys of `spectrum` with the largest |coefficient| in `basis`, plus ∅, fitted by
 /// least squares on `samples` (a key whose design column depends on earlier ones is left out).
+///
+/// With `extremes`, the fit is the least-squares one subject to `f(∅) = v(∅)` and
+/// `f(N) = v(N)` (Lagrange multipliers: two extra triangular solves with the design's `R`).
+/// Where no kept key tells ∅ from N (no odd Fourier key, no non-empty Möbius key) only
+/// `f(∅) = v(∅)` constrains the fit, and [`Extremes::split_gap`] adds the rest of the game's
+/// total equally to the players. On an exactly sparse game, whose least-squares fit meets both
+/// already, the constrained and the plain fit coincide.
+///
 /// Polls `cancel` between steps (the QR factorization runs as one call).
 pub fn refit_top(
     spectrum: &SparseFunction,
     basis: Basis,
     support: usize,
     samples: Samples<'_>,
+    extremes: Option<Extremes>,
     cancel: &Cancel,
 ) -> Result<SparseFunction> {
     let n = spectrum.n_players();
     samples.check("samples", n)?;
+    if let Some(e) = &extremes {
+        e.check()?;
+    }
     if support >= samples.rows() {
         return Err(CoreError::invalid(
             "support",
@@ -325,8 +427,48 @@ pub fn refit_top(
     let keys = ranked_keys(spectrum, basis, support)?;
     let (keys, r) = independent_fit(keys, basis, &samples, n, cancel)?;
     let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
-    let beta = back_substitute(&r, &z, keys.len());
-    SparseFunction::new(basis, n, keys.into_iter().zip(beta).collect())
+    let mut beta = back_substitute(&r, &z, keys.len());
+    let Some(e) = extremes else {
+        return SparseFunction::new(basis, n, keys.into_iter().zip(beta).collect());
+    };
+    let c = e.design(&keys, basis, n);
+    let rank = Extremes::rank(&c);
+    constrain(&r, &mut beta, &c, &e.values()[..rank])?;
+    let fit = SparseFunction::new(basis, n, keys.into_iter().zip(beta).collect())?;
+    if rank == 2 {
+        Ok(fit)
+    } else {
+        e.split_gap(fit)
+    }
+}
+
+/// Moves the least-squares coefficients `beta` of a design with `R` factor `r` to the
+/// least-squares ones subject to `c_i · β = targets_i` for the first `targets.len()` rows of
+/// `c`: `β −= H⁻¹ cᵀ ν` with `H = RᵀR` and `(c H⁻¹ cᵀ) ν = c β − targets`.
+fn constrain(r: &Mat<f64>, beta: &mut [f64], c: &Mat<f64>, targets: &[f64]) -> Result<()> {
+    let p = beta.len();
+    // w_i = R⁻ᵀ c_iᵀ, so c H⁻¹ cᵀ = [w_i · w_j]
+    let w: Vec<Vec<f64>> = (0..targets.len())
+        .map(|i| {
+            let mut w = vec![0.0; p];
+            for j in 0..p {
+                let s: f64 = (0..j).map(|l| r[(l, j)] * w[l]).sum();
+                w[j] = (c[(i, j)] - s) / r[(j, j)];
+            }
+            w
+        })
+        .collect();
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let m = Mat::from_fn(targets.len(), targets.len(), |i, j| dot(&w[i], &w[j]));
+    let residual: Vec<f64> = (0..targets.len())
+        .map(|i| (0..p).map(|j| c[(i, j)] * beta[j]).sum::<f64>() - targets[i])
+        .collect();
+    let nu = solve_constraints(&m, &residual)?;
+    let v = Mat::from_fn(p, 1, |j, _| (0..nu.len()).map(|i| w[i][j] * nu[i]).sum());
+    for (b, d) in beta.iter_mut().zip(back_substitute(r, &v, p)) {
+        *b -= d;
+    }
+    Ok(())
 }
 
 /// `keys` less those whose design column on `samples` depends on earlier ones, and the `R`
@@ -409,19 +551,19 @@ mod tests {
             masks: &masks,
             values: &values,
         };
-        let fit = refit_top(&truth, Basis::Moebius, 3, samples, Cancel::never()).unwrap();
+        let fit = refit_top(&truth, Basis::Moebius, 3, samples, None, Cancel::never()).unwrap();
         for (k, c) in truth.terms() {
             assert!((fit.coefficient(k.players()) - c).abs() < 1e-10, "{k:?}");
         }
         // the two largest keys: (1, 2) and (0,), with ∅
         assert_eq!(
-            refit_top(&truth, Basis::Moebius, 2, samples, Cancel::never())
+            refit_top(&truth, Basis::Moebius, 2, samples, None, Cancel::never())
                 .unwrap()
                 .terms()
                 .len(),
             3
         );
-        assert!(refit_top(&truth, Basis::Moebius, 200, samples, Cancel::never()).is_err());
+        assert!(refit_top(&truth, Basis::Moebius, 200, samples, None, Cancel::never()).is_err());
         let selection = select_support(
             &truth,
             Basis::Fourier,
@@ -438,6 +580,169 @@ mod tests {
         .unwrap();
         assert!(selection.validation_r2 > 1.0 - 1e-10);
         assert_eq!(selection.validation_fitted.len(), 50);
+    }
+
+    /// A noisy game on `n = 10` players, and its own Möbius spectrum as the proxy.
+    fn noisy_game(n: usize, rows: u64) -> (SparseFunction, Vec<bool>, Vec<f64>) {
+        let key = |p: &[u32]| Key::new(p.to_vec(), n).unwrap();
+        let terms = vec![
+            (key(&[]), 0.5),
+            (key(&[0]), 2.0),
+            (key(&[1, 2]), -3.0),
+            (key(&[3, 4, 5]), 0.25),
+            (key(&[6]), 0.1),
+        ];
+        let truth = SparseFunction::new(Basis::Moebius, n, terms).unwrap();
+        let masks = plan_masks(n, rows, 11, Cancel::never())
+            .unwrap()
+            .to_indicators();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let values = truth
+            .evaluate(&masks)
+            .unwrap()
+            .into_iter()
+            .map(|v| v + rng.random_range(-0.5..0.5))
+            .collect();
+        (truth, masks, values)
+    }
+
+    #[test]
+    fn constrained_refits_meet_the_extremes_and_are_least_squares_otherwise() {
+        let n = 10;
+        let (truth, masks, values) = noisy_game(n, 150);
+        let samples = Samples {
+            masks: &masks,
+            values: &values,
+        };
+        let extremes = Extremes {
+            empty: -4.0,
+            full: 7.5,
+        };
+        let corners = [&[false; 10][..], &[true; 10][..]].concat();
+        for basis in [Basis::Moebius, Basis::Fourier] {
+            for support in [1, 3, 6] {
+                let fit = refit_top(
+                    &truth,
+                    basis,
+                    support,
+                    samples,
+                    Some(extremes),
+                    Cancel::never(),
+                )
+                .unwrap();
+                let at = fit.evaluate(&corners).unwrap();
+                assert!(
+                    (at[0] + 4.0).abs() < 1e-10 && (at[1] - 7.5).abs() < 1e-10,
+                    "{at:?}"
+                );
+                // KKT: the residual's gradient Xᵀ(y − Xβ) lies in the span of the rows of ∅, N
+                let keys: Vec<Key> = fit.terms().iter().map(|(k, _)| k.clone()).collect();
+                let beta: Vec<f64> = fit.terms().iter().map(|(_, c)| *c).collect();
+                let fitted = fit.evaluate(&masks).unwrap();
+                let x = design(&keys, basis, &samples, n);
+                let gradient = Mat::from_fn(keys.len(), 1, |j, _| {
+                    (0..values.len())
+                        .map(|i| x[(i, j)] * (values[i] - fitted[i]))
+                        .sum::<f64>()
+                });
+                let c = extremes.design(&keys, basis, n).transpose().to_owned();
+                let nu = faer::linalg::solvers::SolveLstsq::solve_lstsq(&c.qr(), &gradient);
+                let off = (&gradient - &c * &nu).norm_l2();
+                assert!(
+                    off < 1e-8 * gradient.norm_l2().max(1.0),
+                    "{basis:?} {support}: {off}"
+                );
+                assert_eq!(beta.len(), keys.len());
+            }
+        }
+        // exactly sparse: the constrained fit is the plain one
+        let exact = truth.evaluate(&masks).unwrap();
+        let at = truth.evaluate(&corners).unwrap();
+        let plain = Samples {
+            masks: &masks,
+            values: &exact,
+        };
+        let both = Extremes {
+            empty: at[0],
+            full: at[1],
+        };
+        let fit = refit_top(
+            &truth,
+            Basis::Moebius,
+            4,
+            plain,
+            Some(both),
+            Cancel::never(),
+        )
+        .unwrap();
+        for (k, c) in truth.terms() {
+            assert!((fit.coefficient(k.players()) - c).abs() < 1e-10, "{k:?}");
+        }
+        let bad = Extremes {
+            empty: f64::NAN,
+            full: 0.0,
+        };
+        assert!(refit_top(
+            &truth,
+            Basis::Moebius,
+            2,
+            samples,
+            Some(bad),
+            Cancel::never()
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn a_support_that_cannot_tell_empty_from_full_shares_the_gap_equally() {
+        let n = 6;
+        // one even Fourier key: f(∅) = f(N) for any coefficients
+        let pair = SparseFunction::new(
+            Basis::Fourier,
+            n,
+            vec![(Key::empty(), 1.0), (Key::from_sorted(&[0, 1]), 2.0)],
+        )
+        .unwrap();
+        let masks = plan_masks(n, 40, 2, Cancel::never())
+            .unwrap()
+            .to_indicators();
+        let values = pair.evaluate(&masks).unwrap();
+        let samples = Samples {
+            masks: &masks,
+            values: &values,
+        };
+        let extremes = Extremes {
+            empty: 0.0,
+            full: 6.0,
+        };
+        let fit = refit_top(
+            &pair,
+            Basis::Fourier,
+            1,
+            samples,
+            Some(extremes),
+            Cancel::never(),
+        )
+        .unwrap();
+        let corners = [&[false; 6][..], &[true; 6][..]].concat();
+        let at = fit.evaluate(&corners).unwrap();
+        assert!(at[0].abs() < 1e-12 && (at[1] - 6.0).abs() < 1e-12, "{at:?}");
+        // 6 / (2 · 6) from each singleton, the rest in the intercept and the pair
+        for i in 0..6 {
+            assert!((fit.coefficient(&[i]) + 0.5).abs() < 1e-12);
+        }
+        let moebius = SparseFunction::new(Basis::Moebius, n, vec![(Key::empty(), 1.0)]).unwrap();
+        let fit = refit_top(
+            &moebius,
+            Basis::Moebius,
+            0,
+            samples,
+            Some(extremes),
+            Cancel::never(),
+        )
+        .unwrap();
+        assert!(fit.coefficient(&[]).abs() < 1e-12);
+        assert!((0..6).all(|i| (fit.coefficient(&[i]) - 1.0).abs() < 1e-12));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! dropped by a hard cut. [`select_ridge`] chooses the penalty on a validation split from one
 //! eigendecomposition, [`refit_ridge`] fits it on every sample with one Cholesky factorization.
 //! Both solve the smaller of the primal (`terms × terms`) and dual (`rows × rows`) systems.
+//! Given the game's values at ∅ and N, [`refit_ridge`] holds the fit to them exactly.
 
 use faer::linalg::solvers::Solve;
 use faer::{Mat, Side};
@@ -15,7 +16,9 @@ use faer::{Mat, Side};
 use crate::cancel::Cancel;
 use crate::error::{CoreError, Result};
 use crate::interactions::function::{Basis, Key, SparseFunction};
-use crate::interactions::proxyspex::{check_split, design, r_squared, ranked_terms, Samples};
+use crate::interactions::proxyspex::{
+    check_split, design, r_squared, ranked_terms, solve_constraints, Extremes, Samples,
+};
 
 /// Most Fourier terms of the proxy that the ridge keeps (the largest |coefficient| first).
 pub const MAX_RIDGE_TERMS: usize = 1024;
@@ -87,30 +90,31 @@ impl ScaledDesign {
         Mat::from_fn(values.len(), 1, |i, _| values[i])
     }
 
-    /// Scaled coefficients `g` of the ridge with penalty `lambda` (`β = scales ⊙ g`), through a
-    /// Cholesky factorization of the smaller Gram matrix.
-    fn solve(&self, lambda: f64) -> Result<Vec<f64>> {
+    /// Scaled coefficients `g` of the ridge with penalty `lambda` (`β = scales ⊙ g`), and
+    /// `(zᵀz + λ I)⁻¹ a` for the columns of `a` (`terms × q`), through a Cholesky factorization
+    /// of the smaller Gram matrix (in the dual form `(a − zᵀ (z zᵀ + λ I)⁻¹ z a) / λ`).
+    fn solve(&self, lambda: f64, a: &Mat<f64>) -> Result<(Vec<f64>, Mat<f64>)> {
         let z = self.z.as_ref();
         let failed = |_| CoreError::Numerical("the ridge system is not positive definite".into());
-        let g = if z.ncols() <= z.nrows() {
+        let (g, inverse_a) = if z.ncols() <= z.nrows() {
             let mut gram = z.transpose() * z;
             for j in 0..gram.nrows() {
                 gram[(j, j)] += lambda;
             }
             let rhs = z.transpose() * Self::column(&self.y);
-            gram.llt(Side::Lower).map_err(failed)?.solve(&rhs)
+            let llt = gram.llt(Side::Lower).map_err(failed)?;
+            (llt.solve(&rhs), llt.solve(a))
         } else {
             let mut gram = z * z.transpose();
             for i in 0..gram.nrows() {
                 gram[(i, i)] += lambda;
             }
-            let alpha = gram
-                .llt(Side::Lower)
-                .map_err(failed)?
-                .solve(Self::column(&self.y));
-            z.transpose() * alpha
+            let llt = gram.llt(Side::Lower).map_err(failed)?;
+            let alpha = llt.solve(Self::column(&self.y));
+            let inverse_a = (a - z.transpose() * llt.solve(z * a)) * faer::Scale(1.0 / lambda);
+            (z.transpose() * alpha, inverse_a)
         };
-        Ok(g.col(0).iter().copied().collect())
+        Ok((g.col(0).iter().copied().collect(), inverse_a))
     }
 }
 
@@ -189,12 +193,22 @@ pub fn select_ridge(
 
 /// The terms of `spectrum` (at most [`MAX_RIDGE_TERMS`], largest first) fitted on `samples` by
 /// the proxy-scaled ridge with `penalty` per sample (the ridge's `λ` is `penalty × rows`); the
-/// intercept is not penalised. Returns a Fourier [`SparseFunction`]. Polls `cancel` between
-/// steps (the factorization runs as one call).
+/// intercept is not penalised. Returns a Fourier [`SparseFunction`].
+///
+/// With `extremes`, the ridge is minimised subject to `f(∅) = v(∅)` and `f(N) = v(N)`: in the
+/// centred, scaled form `f(x) = c + z(x) · g`, each constraint `c + z_e · g = v_e` enters through
+/// a Lagrange multiplier `ν_e`, `g = g₀ − (zᵀz + λ I)⁻¹ Aᵀ ν`, `c = ȳ − Σ ν / rows`, with
+/// `(A (zᵀz + λ I)⁻¹ Aᵀ + 1 1ᵀ / rows) ν = ȳ + A g₀ − v` for the rows `A` of ∅ and N (one more
+/// solve with the same factorization). Where no term is odd (none tells ∅ from N) only
+/// `f(∅) = v(∅)` constrains the fit and the rest of the game's total is shared equally by the
+/// players' first-order terms (see [`crate::interactions::proxyspex::refit_top`]).
+///
+/// Polls `cancel` between steps (the factorization runs as one call).
 pub fn refit_ridge(
     spectrum: &SparseFunction,
     penalty: f64,
     samples: Samples<'_>,
+    extremes: Option<Extremes>,
     cancel: &Cancel,
 ) -> Result<SparseFunction> {
     let n = spectrum.n_players();
@@ -211,14 +225,51 @@ pub fn refit_ridge(
             "at least one sample is needed",
         ));
     }
+    if let Some(e) = &extremes {
+        e.check()?;
+    }
     let d = ScaledDesign::new(spectrum, &samples)?;
     cancel.check()?;
-    let g = d.solve(penalty * samples.rows() as f64)?;
+    let rows = samples.rows() as f64;
+    // rows of ∅ and N in the scaled, centred design (as many as can be held)
+    let a = extremes.map_or_else(
+        || Mat::zeros(0, d.keys.len()),
+        |e| {
+            let a = d.scaled(&e.design(&d.keys, Basis::Fourier, n));
+            let rank = Extremes::rank(&a);
+            a.subrows(0, rank).to_owned()
+        },
+    );
+    let (mut g, inverse_a) = d.solve(penalty * rows, &a.transpose().to_owned())?;
+    let mut centre = d.y_mean;
+    if let Some(e) = extremes {
+        let ag = &a * ScaledDesign::column(&g);
+        let m = Mat::from_fn(a.nrows(), a.nrows(), |i, j| {
+            (0..a.ncols())
+                .map(|k| a[(i, k)] * inverse_a[(k, j)])
+                .sum::<f64>()
+                + 1.0 / rows
+        });
+        let rhs: Vec<f64> = (0..a.nrows())
+            .map(|i| d.y_mean + ag[(i, 0)] - e.values()[i])
+            .collect();
+        let nu = solve_constraints(&m, &rhs)?;
+        for (k, gk) in g.iter_mut().enumerate() {
+            *gk -= (0..nu.len())
+                .map(|i| inverse_a[(k, i)] * nu[i])
+                .sum::<f64>();
+        }
+        centre -= nu.iter().sum::<f64>() / rows;
+    }
     cancel.check()?;
     let beta: Vec<f64> = g.iter().zip(&d.scales).map(|(g, s)| g * s).collect();
-    let intercept = d.y_mean - beta.iter().zip(&d.means).map(|(b, m)| b * m).sum::<f64>();
+    let intercept = centre - beta.iter().zip(&d.means).map(|(b, m)| b * m).sum::<f64>();
     let terms = std::iter::once((Key::empty(), intercept)).chain(d.keys.into_iter().zip(beta));
-    SparseFunction::new(Basis::Fourier, n, terms.collect())
+    let fit = SparseFunction::new(Basis::Fourier, n, terms.collect())?;
+    match extremes {
+        Some(e) if a.nrows() < 2 => e.split_gap(fit),
+        _ => Ok(fit),
+    }
 }
 
 #[cfg(test)]
@@ -259,6 +310,7 @@ mod tests {
                     masks: &masks,
                     values: &values,
                 },
+                None,
                 Cancel::never(),
             )
             .unwrap();
@@ -283,12 +335,89 @@ mod tests {
                 masks: &masks,
                 values: &values,
             },
+            None,
             Cancel::never(),
         )
         .unwrap();
         let ratio = |p: &[u32]| fit.coefficient(p) / f.coefficient(p);
         assert!(ratio(&[0]) > ratio(&[3]) && ratio(&[3]) > ratio(&[2, 4, 5]));
         assert!(ratio(&[2, 4, 5]) > 0.0 && ratio(&[0]) < 1.0);
+    }
+
+    #[test]
+    fn the_constrained_ridge_meets_the_extremes_and_is_optimal_otherwise() {
+        let n = 8;
+        let f = target(n);
+        let corners = [&[false; 8][..], &[true; 8][..]].concat();
+        let extremes = Extremes {
+            empty: -3.0,
+            full: 5.0,
+        };
+        let top = ranked_terms(&f, Basis::Fourier, MAX_RIDGE_TERMS).unwrap();
+        // primal (120 rows > 4 terms) and dual (3 rows < 4 terms)
+        for (rows, penalty) in [(120u64, 0.3), (3, 0.05)] {
+            let (masks, mut values) = sample(&f, n, rows, 9);
+            values
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v += 0.1 * (i % 3) as f64);
+            let samples = Samples {
+                masks: &masks,
+                values: &values,
+            };
+            let fit = refit_ridge(&f, penalty, samples, Some(extremes), Cancel::never()).unwrap();
+            let at = fit.evaluate(&corners).unwrap();
+            assert!(
+                (at[0] + 3.0).abs() < 1e-9 && (at[1] - 5.0).abs() < 1e-9,
+                "{at:?}"
+            );
+            // KKT: Xᵀ(y − f) − P β lies in the span of the rows of ∅ and N
+            let keys: Vec<Key> = std::iter::once(Key::empty())
+                .chain(top.iter().map(|t| t.0.clone()))
+                .collect();
+            let lambda = penalty * rows as f64;
+            let fitted = fit.evaluate(&masks).unwrap();
+            let x = design(&keys, Basis::Fourier, &samples, n);
+            let gradient = Mat::from_fn(keys.len(), 1, |j, _| {
+                let data: f64 = (0..values.len())
+                    .map(|i| x[(i, j)] * (values[i] - fitted[i]))
+                    .sum();
+                let prior = match j {
+                    0 => 0.0,
+                    _ => {
+                        lambda * fit.coefficient(keys[j].players())
+                            / (top[j - 1].1 / top[0].1).powi(2)
+                    }
+                };
+                data - prior
+            });
+            let c = extremes
+                .design(&keys, Basis::Fourier, n)
+                .transpose()
+                .to_owned();
+            let nu = faer::linalg::solvers::SolveLstsq::solve_lstsq(&c.qr(), &gradient);
+            let off = (&gradient - &c * &nu).norm_l2();
+            assert!(off < 1e-8 * gradient.norm_l2().max(1.0), "{rows}: {off}");
+        }
+        // without odd terms only ∅ is held, and the gap is shared by the singletons
+        let even = SparseFunction::new(
+            Basis::Fourier,
+            n,
+            vec![(Key::empty(), 1.0), (Key::from_sorted(&[0, 1]), 2.0)],
+        )
+        .unwrap();
+        let (masks, values) = sample(&even, n, 50, 4);
+        let samples = Samples {
+            masks: &masks,
+            values: &values,
+        };
+        let fit = refit_ridge(&even, 1e-3, samples, Some(extremes), Cancel::never()).unwrap();
+        let at = fit.evaluate(&corners).unwrap();
+        assert!(
+            (at[0] + 3.0).abs() < 1e-9 && (at[1] - 5.0).abs() < 1e-9,
+            "{at:?}"
+        );
+        assert!((0..8).all(|i| (fit.coefficient(&[i]) + 0.5).abs() < 1e-12));
     }
 
     #[test]
@@ -313,12 +442,12 @@ mod tests {
             masks: &masks,
             values: &values,
         };
-        assert!(refit_ridge(&f, 0.0, samples, Cancel::never()).is_err());
-        assert!(refit_ridge(&f, f64::NAN, samples, Cancel::never()).is_err());
+        assert!(refit_ridge(&f, 0.0, samples, None, Cancel::never()).is_err());
+        assert!(refit_ridge(&f, f64::NAN, samples, None, Cancel::never()).is_err());
         let short = Samples {
             masks: &masks[..n],
             values: &values[..2],
         };
-        assert!(refit_ridge(&f, 1.0, short, Cancel::never()).is_err());
+        assert!(refit_ridge(&f, 1.0, short, None, Cancel::never()).is_err());
     }
 }
