@@ -3,7 +3,8 @@
 Three parts, each printed as a markdown table plus one JSON line:
 
 ``targets``
-    n = 784, budget 20 000, ``method="leverage"``, the near-free model of ``protocols.py``
+    n = 784, budget 20 000, ``method="leverage"``, the near-free model of
+    ``ferroshap.bench.protocols``
     (one baseline row): ferroshap explains 10 rows together (one-row warm-up, best of
     ``--repeat`` runs), shap's ``KernelExplainer`` one row (``nsamples = budget - 2``, no
     warm-up) in the same process; plus the core's plan and first/second estimate seconds.
@@ -30,41 +31,19 @@ import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from protocols import SHAP, estimators, near_free_problem, to_markdown
-
 import ferroshap as fs
 from ferroshap import _core
-
-
-def seconds(fn: object) -> float:
-    """Wall seconds of one call of ``fn()``."""
-    start = time.perf_counter()
-    fn()  # type: ignore[operator]
-    return time.perf_counter() - start
-
-
-def core_parts(n: int, budget: int, columns: int) -> dict[str, float]:
-    """Seconds of the core alone: plan, masks, first (factorizing) and second estimate."""
-    start = time.perf_counter()
-    design = _core.plan("leverage", n, budget, 0)
-    plan = time.perf_counter() - start
-    masks = seconds(design.masks)
-    values = np.random.default_rng(0).normal(size=(design.n_coalitions, columns))
-    first = seconds(lambda: design.estimate(values))
-    again = seconds(lambda: design.estimate(values))
-    return {
-        "plan_s": plan,
-        "masks_s": masks,
-        "estimate_first_s": first,
-        "estimate_again_s": again,
-        "solver": design.solver(),
-    }
+from ferroshap.bench.protocols import (
+    SHAP,
+    engine_breakdown,
+    estimators,
+    near_free_problem,
+    to_markdown,
+)
+from ferroshap.bench.timing import timed
 
 
 def targets(repeat: int) -> list[dict]:
@@ -74,10 +53,10 @@ def targets(repeat: int) -> list[dict]:
     explain = lambda x: fs.Explainer(model, background, budget=budget, method="leverage")(x)  # noqa: E731
     explain(X[:1])
     cpu = time.process_time()
-    ferro = min(seconds(lambda: explain(X)) for _ in range(repeat))
+    ferro = min(timed(lambda: explain(X)) for _ in range(repeat))
     cpu = (time.process_time() - cpu) / repeat
-    shap_row = seconds(lambda: estimators([SHAP])[SHAP](model, background, X[:1], budget, 0))
-    parts = core_parts(n, budget, rows)
+    shap_row = timed(lambda: estimators([SHAP])[SHAP](model, background, X[:1], budget, 0))
+    parts = engine_breakdown("leverage", n, budget, rows)
     return [
         {
             "engine": "ferroshap leverage",
@@ -93,11 +72,9 @@ def targets(repeat: int) -> list[dict]:
 
 
 LARGE = """
-import json, resource, sys, time
-sys.path.insert(0, sys.argv[1])
+import json, resource, time
 import ferroshap as fs
-from protocols import near_free_problem
-from bench_high_dim import core_parts
+from ferroshap.bench.protocols import engine_breakdown, near_free_problem
 n, budget = 4096, 40000
 model, background, X = near_free_problem(n, 1)
 start, cpu = time.perf_counter(), time.process_time()
@@ -105,16 +82,13 @@ fs.Explainer(model, background, budget=budget, method="leverage")(X)
 wall, cpu = time.perf_counter() - start, time.process_time() - cpu
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"n": n, "budget": budget, "wall_s": wall, "cpu_s": cpu,
-                  "peak_rss_gb": peak / 1e9} | core_parts(n, budget, 1)))
+                  "peak_rss_gb": peak / 1e9} | engine_breakdown("leverage", n, budget, 1)))
 """
 
 
 def large() -> list[dict]:
     """n = 4096, budget 40 000, one row, in a fresh process."""
-    here = str(Path(__file__).resolve().parent)
-    out = subprocess.run(
-        [sys.executable, "-c", LARGE, here], capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", LARGE], capture_output=True, text=True, check=True)
     record = json.loads(out.stdout.strip().splitlines()[-1])
     core = record["plan_s"] + record["masks_s"] + record["estimate_first_s"]
     record["rest_s (masked inputs, model, chunk loop)"] = record["wall_s"] - core
@@ -132,7 +106,7 @@ def crossover(repeat: int) -> list[dict]:
             for _ in range(repeat):
                 design = _core.plan("leverage", n, budget, 0, solver=solver)
                 values = np.zeros((design.n_coalitions, 1))
-                times.append(seconds(lambda d=design, v=values: d.estimate(v)))
+                times.append(timed(lambda d=design, v=values: d.estimate(v)))
             row[f"{solver}_s"] = min(times)
         row["svd_over_normal"] = row["svd_s"] / row["normal_s"]
         records.append(row)

@@ -1,11 +1,12 @@
-"""Proxy-adjusted estimators on the breast-cancer protocol (``protocols.py accuracy``).
+"""Proxy-adjusted estimators on the breast-cancer protocol (``benches/protocols.py accuracy``).
 
 ``LGBMRegressor(200 trees, 31 leaves)`` on breast cancer (n = 30), 50 background rows, 8 rows,
 budgets 256 / 512 / 2048: relative error against exact interventional TreeSHAP, median over
 seeds, for ``proxy-leverage``, ``leverage``, ``tree-msr`` (same samples; ``--cross-fit`` adds
 the 4-fold cross-fitted variant, four proxy fits per row), ``auto`` when this version has it, and
-every peer of ``protocols.ACCURACY_PEERS`` (shap 0.54, shapiq 1.8); plus the seconds per
-explained row each estimator took (the proxy's added time is its difference to ``leverage``).
+every peer of ``ferroshap.bench.protocols.ACCURACY_PEERS`` (shap 0.54, shapiq 1.8); plus the
+seconds per explained row each estimator took (the proxy's added time is its difference to
+``leverage``).
 
 Usage::
 
@@ -15,21 +16,20 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import polars as pl
-from protocols import (
+
+import ferroshap as fs
+from ferroshap.bench.protocols import (
     ACCURACY_PEERS,
-    RESULTS_DIR,
     accuracy,
-    fs,
     summarize_accuracy,
     to_markdown,
 )
+from ferroshap.bench.timing import fix_threads
 
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 NAMES = [
     *(["auto"] if "auto" in fs.METHODS else []),
     "proxy-leverage",
@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--cross-fit", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args()
+    fix_threads()
     args.out.mkdir(parents=True, exist_ok=True)
     names = [*NAMES, "tree-msr cross-fit 4"] if args.cross_fit else NAMES
     long = accuracy(

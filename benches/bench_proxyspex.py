@@ -13,9 +13,7 @@ extraction time alone for 1 000 depth-5 trees at n = 128 (model text → summed 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
@@ -23,17 +21,15 @@ import shapiq
 
 import ferroshap as fs
 from ferroshap import _core
+from ferroshap.bench.games import SumOfUnanimity
+from ferroshap.bench.metrics import r_squared, relative_l2_error
 from ferroshap.interactions.proxyspex import proxy_threads
-from ferroshap.results.interactions import r_squared
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-from conftest import Soum
 
 
 class TimedGame:
     """The noisy game, counting the seconds spent inside it."""
 
-    def __init__(self, soum: Soum, sd: float, seed: int) -> None:
+    def __init__(self, soum: SumOfUnanimity, sd: float, seed: int) -> None:
         self.soum, self.sd, self.rng, self.seconds = soum, sd, np.random.default_rng(seed), 0.0
 
     def __call__(self, masks: np.ndarray) -> np.ndarray:
@@ -44,15 +40,15 @@ class TimedGame:
         return values
 
 
-def score(surrogate: _core.SparseFunction, soum: Soum, test: np.ndarray) -> tuple[float, float]:
-    y = soum(test)
-    r2 = 1 - np.sum((y - surrogate.evaluate(test)) ** 2) / np.sum((y - y.mean()) ** 2)
-    phi = surrogate.shapley_values()
-    return float(r2), float(np.linalg.norm(phi - soum.shapley) / np.linalg.norm(soum.shapley))
+def score(
+    surrogate: _core.SparseFunction, soum: SumOfUnanimity, test: np.ndarray
+) -> tuple[float, float]:
+    r2 = r_squared(soum(test), surrogate.evaluate(test))
+    return r2, relative_l2_error(surrogate.shapley_values(), soum.shapley)
 
 
 def run(budget: int, seed: int, n: int = 64) -> list[str]:
-    soum = Soum(n, 40, 4, seed)
+    soum = SumOfUnanimity.random(n, 40, 4, seed)
     rng = np.random.default_rng(seed + 1000)
     sd = 0.05 * soum(rng.random((5000, n)) < 0.5).std()
     test = rng.random((1000, n)) < 0.5
@@ -95,7 +91,7 @@ def run(budget: int, seed: int, n: int = 64) -> list[str]:
 def large(seed: int, n: int = 1000, budget: int = 5000) -> dict[str, float]:
     """ProxySPEX at ``n`` players: 100 unanimity terms of orders 1-3 with N(0, 1) coefficients,
     noiseless; wall time with the game's included, and R² on 1 000 uniform held-out masks."""
-    soum = Soum(n, 100, 3, seed, normal=True)
+    soum = SumOfUnanimity.random(n, 100, 3, seed, normal=True)
     test = np.random.default_rng(seed + 1000).random((1000, n)) < 0.5
     game = TimedGame(soum, 0.0, seed)
     start = time.perf_counter()

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=FutureWarning)
     count = args.seeds if args.seeds is not None else (2 if args.smoke else len(suite.SEEDS))
     grid = {
-        "games": args.games or (suite.SMOKE_GAMES if args.smoke else tuple(suite.SUITE_GAMES)),
+        "games": args.games or (suite.SMOKE_GAMES if args.smoke else suite.GRID_GAMES),
         "backgrounds": (1,) if args.smoke else suite.BACKGROUNDS,
         "factors": (5, 20) if args.smoke else suite.BUDGET_FACTORS,
     }

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from protocols import near_free_problem
 
 import ferroshap as fs
 from ferroshap import _core
+from ferroshap.bench.protocols import near_free_problem
 
 PLAN_CASES = [(100, 4096), (784, 20000)]
 

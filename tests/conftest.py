@@ -1,4 +1,8 @@
-"""Shared oracles and fixtures: brute-force Shapley values and games with closed-form values."""
+"""Shared test oracles: brute-force Shapley values and an additive game.
+
+The games with closed-form values that benchmarks use too live in :mod:`ferroshap.bench.games`
+(:class:`~ferroshap.bench.games.SumOfUnanimity`), the metrics in :mod:`ferroshap.bench.metrics`.
+"""
 
 from __future__ import annotations
 
@@ -33,33 +37,6 @@ def brute_force_shapley(game: Game, n: int) -> np.ndarray:
     return phi.T
 
 
-class Soum:
-    """Sum of unanimity models ``v(S) = Σ_k c_k [T_k ⊆ S]`` with ``φ_i = Σ_{k ∋ i} c_k / |T_k|``.
-
-    ``c_k ~ U[-1, 1]`` (or ``N(0, 1)`` with ``normal=True``); each ``T_k`` is a uniform random
-    subset of size ``1..max_order``.
-    """
-
-    def __init__(
-        self, n: int, n_terms: int, max_order: int, seed: int, *, normal: bool = False
-    ) -> None:
-        rng = np.random.default_rng(seed)
-        self.n = n
-        self.coefficients = rng.normal(size=n_terms) if normal else rng.uniform(-1.0, 1.0, n_terms)
-        self.terms = np.zeros((n_terms, n), dtype=bool)
-        for term in self.terms:
-            term[rng.choice(n, size=rng.integers(1, max_order + 1), replace=False)] = True
-        self.orders = self.terms.sum(axis=1)
-
-    def __call__(self, masks: np.ndarray) -> np.ndarray:
-        contained = masks.astype(np.float64) @ self.terms.T == self.orders
-        return contained @ self.coefficients
-
-    @property
-    def shapley(self) -> np.ndarray:
-        return (self.coefficients / self.orders) @ self.terms
-
-
 class Additive:
     """Additive game ``v(S) = Σ_{i ∈ S} a_i``, whose Shapley values are ``a``."""
 
@@ -68,8 +45,3 @@ class Additive:
 
     def __call__(self, masks: np.ndarray) -> np.ndarray:
         return masks @ self.shapley
-
-
-def relative_error(estimate: np.ndarray, truth: np.ndarray) -> float:
-    """``‖estimate - truth‖ / ‖truth‖`` over all entries."""
-    return float(np.linalg.norm(estimate - truth) / np.linalg.norm(truth))

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from conftest import Soum, all_masks
+from conftest import all_masks
+from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.sampling import auto
 from ferroshap.sampling.proxy_adjusted import minimum_budget
 
@@ -106,7 +107,7 @@ def test_auto_is_exact_on_order_two_games_with_every_recipe(
 
 
 def test_auto_enumerates_without_a_warning_when_the_budget_covers_every_coalition() -> None:
-    game = Soum(8, 20, 4, seed=0)
+    game = SumOfUnanimity.random(8, 20, 4, seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         phi = fs.shapley_values(game, 8, budget=256)
@@ -172,7 +173,7 @@ def test_auto_is_not_worse_than_leverage(model: str) -> None:
 
 def test_auto_is_reproducible_bit_for_bit() -> None:
     n = 20
-    game = Soum(n, 40, 4, seed=3)
+    game = SumOfUnanimity.random(n, 40, 4, seed=3)
     for budget in (100, 400, 1000):
         first = fs.shapley_values(game, n, budget=budget, seed=7)
         again = fs.shapley_values(game, n, budget=budget, seed=7)

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from conftest import Additive, Soum, all_masks, brute_force_shapley, relative_error
+from conftest import Additive, all_masks, brute_force_shapley
 from ferroshap import _core
+from ferroshap.bench.games import SumOfUnanimity
+from ferroshap.bench.metrics import relative_l2_error
 
 SAMPLING = [method for method in fs.METHODS if method != "exact"]
 REGRESSION = ["kernel", "kernel-wor", "leverage", "modified-l2"]
@@ -15,7 +17,7 @@ REGRESSION = ["kernel", "kernel-wor", "leverage", "modified-l2"]
 
 def test_brute_force_oracle_matches_closed_forms() -> None:
     # the oracle itself against the SOUM and additive closed forms (1e-12: round-off only)
-    soum = Soum(7, n_terms=12, max_order=4, seed=1)
+    soum = SumOfUnanimity.random(7, n_terms=12, max_order=4, seed=1)
     np.testing.assert_allclose(brute_force_shapley(soum, 7), soum.shapley, atol=1e-12)
     additive = Additive(6, seed=2)
     np.testing.assert_allclose(brute_force_shapley(additive, 6), additive.shapley, atol=1e-12)
@@ -28,19 +30,19 @@ def test_methods_cover_the_design() -> None:
 @pytest.mark.parametrize("method", SAMPLING)
 def test_small_budget_is_close_but_not_exact(method: str) -> None:
     n = 10
-    game = Soum(n, n_terms=30, max_order=3, seed=3)
+    game = SumOfUnanimity.random(n, n_terms=30, max_order=3, seed=3)
     truth = brute_force_shapley(game, n)
     phi = fs.shapley_values(game, n, method=method, budget=200, seed=0)
     # 200 of 1024 coalitions: an estimate, so not exact (> 1e-6) but close; observed errors
     # are 0.03-0.05 (0.17 for the matrix-vector estimator "unbiased"), bounds leave 3x room
-    assert 1e-6 < relative_error(phi, truth) < (0.5 if method == "unbiased" else 0.15)
+    assert 1e-6 < relative_l2_error(phi, truth) < (0.5 if method == "unbiased" else 0.15)
 
 
 @pytest.mark.parametrize("method", [m for m in SAMPLING if m != "auto"])  # auto: test_auto.py
 @pytest.mark.parametrize("budget", [256, 1000])
 def test_budget_covering_all_coalitions_is_exact_with_warning(method: str, budget: int) -> None:
     n = 8
-    game = Soum(n, n_terms=20, max_order=4, seed=4)
+    game = SumOfUnanimity.random(n, n_terms=20, max_order=4, seed=4)
     with pytest.warns(UserWarning, match="exact Shapley values by enumeration"):
         phi = fs.shapley_values(game, n, method=method, budget=budget)
     # full enumeration: only round-off separates it from the oracle
@@ -49,15 +51,15 @@ def test_budget_covering_all_coalitions_is_exact_with_warning(method: str, budge
 
 def test_exact_method_matches_oracle_without_warning() -> None:
     n = 11
-    game = Soum(n, n_terms=40, max_order=5, seed=5)
+    game = SumOfUnanimity.random(n, n_terms=40, max_order=5, seed=5)
     # no pytest.warns: filterwarnings=error fails the test on any warning
     phi = fs.shapley_values(game, n, method="exact", budget=2)
     np.testing.assert_allclose(phi, brute_force_shapley(game, n), rtol=0, atol=1e-10)
 
 
-def _mean_error(game: Soum, method: str, budget: int, seeds: range) -> float:
+def _mean_error(game: SumOfUnanimity, method: str, budget: int, seeds: range) -> float:
     errors = [
-        relative_error(
+        relative_l2_error(
             fs.shapley_values(game, game.n, method=method, budget=budget, seed=seed), game.shapley
         )
         for seed in seeds
@@ -73,7 +75,7 @@ def _mean_error(game: Soum, method: str, budget: int, seeds: range) -> float:
     + [(m, 512, (2048, 8192)) for m in SAMPLING if m != "auto"],
 )
 def test_soum_error_falls_with_budget(method: str, n: int, budgets: tuple[int, int]) -> None:
-    game = Soum(n, n_terms=n // 2, max_order=3, seed=6)
+    game = SumOfUnanimity.random(n, n_terms=n // 2, max_order=3, seed=6)
     small, large = (_mean_error(game, method, budget, range(3)) for budget in budgets)
     # mean over 3 seeds; 4-16x the budget cuts the error 2-6x (observed), so demand at least 30%
     assert large < 0.7 * small, (small, large)
@@ -105,7 +107,7 @@ def test_rank_deficient_design_warns_and_keeps_efficiency(method: str) -> None:
 @pytest.mark.parametrize("method", fs.METHODS)
 def test_efficiency(method: str) -> None:
     n = 14
-    games = [Soum(n, n_terms=40, max_order=4, seed=s) for s in range(3)]
+    games = [SumOfUnanimity.random(n, n_terms=40, max_order=4, seed=s) for s in range(3)]
 
     def game(masks: np.ndarray) -> np.ndarray:
         return np.stack([g(masks) for g in games], axis=1)
@@ -118,7 +120,7 @@ def test_efficiency(method: str) -> None:
 
 def test_multi_column_game_matches_separate_games() -> None:
     n = 9
-    games = [Soum(n, n_terms=20, max_order=3, seed=s) for s in range(4)]
+    games = [SumOfUnanimity.random(n, n_terms=20, max_order=3, seed=s) for s in range(4)]
     together = fs.shapley_values(
         lambda masks: np.stack([g(masks) for g in games], axis=1),
         n,
@@ -136,7 +138,7 @@ def test_multi_column_game_matches_separate_games() -> None:
 
 def test_unbiased_seed_average_converges_to_truth() -> None:
     n, seeds = 10, 200
-    game = Soum(n, n_terms=25, max_order=3, seed=8)
+    game = SumOfUnanimity.random(n, n_terms=25, max_order=3, seed=8)
     estimates = np.stack(
         [fs.shapley_values(game, n, method="unbiased", budget=100, seed=s) for s in range(seeds)]
     )
@@ -146,13 +148,15 @@ def test_unbiased_seed_average_converges_to_truth() -> None:
     # false alarm has probability ~1e-5 over the 10 coordinates)
     assert np.all(np.abs(mean - game.shapley) <= 5 * standard_error + 1e-12)
     # and the average really is better than a single run
-    assert relative_error(mean, game.shapley) < 0.5 * relative_error(estimates[0], game.shapley)
+    assert relative_l2_error(mean, game.shapley) < 0.5 * relative_l2_error(
+        estimates[0], game.shapley
+    )
 
 
 @pytest.mark.parametrize("method", SAMPLING)
 def test_same_seed_is_bit_identical_and_different_seeds_differ(method: str) -> None:
     n = 40
-    game = Soum(n, n_terms=30, max_order=3, seed=9)
+    game = SumOfUnanimity.random(n, n_terms=30, max_order=3, seed=9)
     first, again, other = (
         fs.shapley_values(game, n, method=method, budget=400, seed=seed) for seed in (11, 11, 12)
     )
@@ -162,7 +166,7 @@ def test_same_seed_is_bit_identical_and_different_seeds_differ(method: str) -> N
 
 def test_generator_seed_draws_a_fresh_seed_per_call() -> None:
     n = 30
-    game = Soum(n, n_terms=20, max_order=3, seed=10)
+    game = SumOfUnanimity.random(n, n_terms=20, max_order=3, seed=10)
     rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
     first = fs.shapley_values(game, n, budget=200, seed=rng_a, method="leverage")
     np.testing.assert_array_equal(
@@ -224,7 +228,7 @@ def test_per_row_design_uses_a_different_design_per_row() -> None:
     assert per_row.n_evaluations == 100
     # each row's design is as good as the shared one: 100 of 1024 coalitions, < 0.3 error
     for phi in per_row.values:
-        assert relative_error(phi, truth) < 0.3
+        assert relative_l2_error(phi, truth) < 0.3
     # and each row's values sum to f(x) - mean f(b) (efficiency, round-off only)
     np.testing.assert_allclose(
         per_row.values.sum(axis=1) + per_row.base_values,

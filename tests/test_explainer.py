@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from conftest import brute_force_shapley, relative_error
+from conftest import brute_force_shapley
+from ferroshap.bench.metrics import relative_l2_error
 
 REGRESSION = ["kernel", "kernel-wor", "leverage", "modified-l2"]
 SAMPLING = [method for method in fs.METHODS if method != "exact"]
@@ -80,7 +81,7 @@ def test_lightgbm_error_falls_with_budget(lightgbm_case, method: str) -> None:
     def mean_error(budget: int) -> float:
         return np.mean(
             [
-                relative_error(
+                relative_l2_error(
                     fs.Explainer(model, background, method=method, budget=budget, seed=s)(X).values,
                     truth,
                 )

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
+from ferroshap.bench.games import SumOfUnanimity
+from ferroshap.bench.metrics import relative_squared_error
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.sampling import proxy_adjusted
 from ferroshap.sampling.proxy_adjusted import ODD_SPARSE, proportional_columns
@@ -15,29 +17,19 @@ pytest.importorskip("lightgbm")
 SEEDS = range(20)  # the issue's protocol: medians over 20 seeds
 
 
-def soum(n: int, terms: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A sum-of-unanimity game: random coalitions ``T`` (sizes 1..5) with weights, and its exact
-    Shapley values (each weight shared equally by the members of ``T``)."""
+def soum(n: int, terms: int, seed: int) -> SumOfUnanimity:
+    """A sum-of-unanimity game: random coalitions ``T`` (sizes 1..5, all drawn first) with
+    ``N(0, 1)`` weights."""
     rng = np.random.default_rng(seed)
     members = np.zeros((terms, n), dtype=bool)
     for row, size in zip(members, rng.integers(1, 6, size=terms), strict=True):
         row[rng.choice(n, size=size, replace=False)] = True
-    weights = rng.normal(size=terms)
-    exact = (weights / members.sum(axis=1)) @ members
-    return members, weights, exact
-
-
-def soum_game(members: np.ndarray, weights: np.ndarray):
-    return lambda masks: (masks[:, None, :] >= members[None]).all(axis=2) @ weights
+    return SumOfUnanimity(members, rng.normal(size=terms))
 
 
 def nonlinear_game(masks: np.ndarray) -> np.ndarray:
     z = masks.astype(float)
     return np.sin(z @ np.arange(1.0, z.shape[1] + 1)) + z[:, 0] * z[:, 1] * z[:, 2]
-
-
-def relative_error(estimate: np.ndarray, exact: np.ndarray) -> float:
-    return float(np.sum((estimate - exact) ** 2) / np.sum(exact**2))
 
 
 @pytest.mark.parametrize("method", fs.PROXY_METHODS)
@@ -83,10 +75,11 @@ def test_efficiency_is_exact_and_the_seed_fixes_the_output(method: str, cross_fi
 def test_proxy_leverage_is_not_worse_than_leverage_on_sum_of_unanimity_games() -> None:
     ratios = []
     for seed in SEEDS:
-        members, weights, exact = soum(16, 40, seed)
-        game = soum_game(members, weights)
+        game = soum(16, 40, seed)
         errors = [
-            relative_error(fs.shapley_values(game, 16, method=m, budget=256, seed=seed), exact)
+            relative_squared_error(
+                fs.shapley_values(game, 16, method=m, budget=256, seed=seed), game.shapley
+            )
             for m in ("leverage", "proxy-leverage")
         ]
         ratios.append(errors[1] / errors[0])
@@ -105,7 +98,7 @@ def test_proxy_leverage_is_not_worse_than_leverage_on_a_lightgbm_model() -> None
     ratios = []
     for seed in SEEDS:
         errors = [
-            relative_error(
+            relative_squared_error(
                 fs.Explainer(model, background, method=m, budget=128, seed=seed)(rows).values, exact
             )
             for m in ("leverage", "proxy-leverage")
@@ -135,7 +128,7 @@ def test_tree_msr_is_unbiased_enough_to_find_a_linear_signal() -> None:
         phi = fs.shapley_values(
             lambda m: m @ w, 10, method="tree-msr", budget=400, cross_fit=cross_fit
         )
-        assert relative_error(phi, w) < 0.05
+        assert relative_squared_error(phi, w) < 0.05
 
 
 def test_a_small_budget_falls_back_to_leverage_with_a_warning() -> None:

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from conftest import Soum, relative_error
 from ferroshap import _core
+from ferroshap.bench.games import SumOfUnanimity
+from ferroshap.bench.metrics import relative_l2_error
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
 
-def true_terms(soum: Soum) -> dict[tuple[int, ...], float]:
+def true_terms(soum: SumOfUnanimity) -> dict[tuple[int, ...], float]:
     return {
         tuple(np.flatnonzero(t).tolist()): float(c)
         for t, c in zip(soum.terms, soum.coefficients, strict=True)
@@ -29,12 +30,12 @@ def test_sum_of_unanimity_games(
 ) -> None:
     """Noiseless SOUM: the large terms are recovered in the Möbius values and the Shapley values
     are within ``sv_tolerance`` (relative) of the closed form."""
-    soum = Soum(n, n_terms, order, seed=n)
+    soum = SumOfUnanimity.random(n, n_terms, order, seed=n)
     iv = fs.ProxySPEX(
         soum, n_players=n, budget=budget, max_order=order, index="Moebius", seed=1
     ).explain()
     assert iv.n_evaluations == budget
-    assert relative_error(iv.shapley_values(), soum.shapley) < sv_tolerance
+    assert relative_l2_error(iv.shapley_values(), soum.shapley) < sv_tolerance
     truth = true_terms(soum)
     large = {k: c for k, c in truth.items() if abs(c) > 0.3}
     recovered = [k for k, c in large.items() if abs(iv.values.get(k, 0.0) - c) < 0.1 * abs(c)]
@@ -42,7 +43,7 @@ def test_sum_of_unanimity_games(
 
 
 def test_faithfulness_on_a_noisy_sparse_game() -> None:
-    soum = Soum(32, 15, 3, seed=5)
+    soum = SumOfUnanimity.random(32, 15, 3, seed=5)
     rng = np.random.default_rng(0)
     sd = 0.05 * soum(rng.random((1000, 32)) < 0.5).std()
 
@@ -57,7 +58,7 @@ def test_faithfulness_on_a_noisy_sparse_game() -> None:
 
 
 def test_same_seed_same_values_bit_for_bit() -> None:
-    soum = Soum(20, 8, 3, seed=2)
+    soum = SumOfUnanimity.random(20, 8, 3, seed=2)
     first = fs.ProxySPEX(soum, n_players=20, budget=300, seed=7).explain()
     second = fs.ProxySPEX(soum, n_players=20, budget=300, seed=7).explain()
     assert first.values == second.values
@@ -97,7 +98,7 @@ def test_tokens_masker() -> None:
 
 
 def test_budget_covering_every_coalition_is_exact() -> None:
-    game = Soum(6, 5, 3, seed=1)
+    game = SumOfUnanimity.random(6, 5, 3, seed=1)
     with pytest.warns(UserWarning, match="exact interaction values"):
         iv = fs.ProxySPEX(game, n_players=6, budget=64, index="SII", max_order=3).explain()
     oracle = fs.exact_interactions(game, 6, index="SII", max_order=3)
@@ -148,7 +149,7 @@ def test_bad_explain_calls() -> None:
 
 def test_same_result_on_any_number_of_threads() -> None:
     """The proxy is deterministic across LightGBM thread counts (and so is everything after)."""
-    soum = Soum(200, 30, 3, seed=7)
+    soum = SumOfUnanimity.random(200, 30, 3, seed=7)
     runs = [
         fs.ProxySPEX(
             soum, n_players=200, budget=1500, seed=3, proxy_params={"num_threads": threads}
@@ -167,7 +168,9 @@ def test_learning_rate_grows_with_players() -> None:
     assert rates[:2] == [0.1, 0.1] and rates[-2:] == [0.3, 0.3]
     assert rates[1] < rates[2] < rates[3] < rates[4]
     assert proxy_threads(100) == 1 and 1 <= proxy_threads(2**24) <= 8
-    iv = fs.ProxySPEX(Soum(300, 10, 2, seed=1), n_players=300, budget=600, seed=0).explain()
+    iv = fs.ProxySPEX(
+        SumOfUnanimity.random(300, 10, 2, seed=1), n_players=300, budget=600, seed=0
+    ).explain()
     assert iv.diagnostics["learning_rate"] == pytest.approx(proxy_learning_rate(300))
 
 
@@ -180,9 +183,9 @@ def test_blend_of_the_bases_scores_at_least_either_basis_alone() -> None:
         _blend_weight,
         _fit_proxy,
     )
-    from ferroshap.results.interactions import r_squared
+    from ferroshap.scores import r_squared
 
-    n, soum = 20, Soum(20, 15, 3, 0)
+    n, soum = 20, SumOfUnanimity.random(20, 15, 3, 0)
     masks = _core.plan_masks(n, 600, 0)
     values = soum(masks) + np.random.default_rng(0).normal(0.0, 0.1, len(masks))
     train, validation = (masks[:480], values[:480]), (masks[480:], values[480:])
@@ -236,7 +239,7 @@ def test_refitting_the_proxy_on_every_mask_helps_on_noisy_sparse_games() -> None
     ``refit_proxy=False`` keeps the training-only proxy, and a near-exact proxy is kept."""
     n, errors = 64, {None: [], False: []}
     for seed in range(4):
-        soum = Soum(n, 40, 4, seed)
+        soum = SumOfUnanimity.random(n, 40, 4, seed)
         rng = np.random.default_rng(seed + 1000)
         sd = 0.05 * soum(rng.random((2000, n)) < 0.5).std()
         noise = rng.normal(0.0, sd, 1000)
@@ -249,15 +252,19 @@ def test_refitting_the_proxy_on_every_mask_helps_on_noisy_sparse_games() -> None
                 refit_proxy=refit,
             ).explain()
             assert iv.diagnostics["refit_proxy"] is (refit is None)
-            errors[refit].append(relative_error(iv.shapley_values(), soum.shapley))
+            errors[refit].append(relative_l2_error(iv.shapley_values(), soum.shapley))
     assert np.median(errors[None]) < np.median(errors[False]), errors
-    exact = fs.ProxySPEX(Soum(20, 5, 2, 0), n_players=20, budget=400, seed=0).explain()
+    exact = fs.ProxySPEX(
+        SumOfUnanimity.random(20, 5, 2, 0), n_players=20, budget=400, seed=0
+    ).explain()
     assert exact.diagnostics["proxy_validation_r2"] >= 0.98
     assert exact.diagnostics["refit_proxy"] is False
-    forced = fs.ProxySPEX(Soum(20, 5, 2, 0), n_players=20, budget=400, seed=0, refit_proxy=True)
+    forced = fs.ProxySPEX(
+        SumOfUnanimity.random(20, 5, 2, 0), n_players=20, budget=400, seed=0, refit_proxy=True
+    )
     assert forced.explain().diagnostics["refit_proxy"] is True
     with pytest.raises(InvalidTypeError, match="refit_proxy"):
-        fs.ProxySPEX(Soum(20, 5, 2, 0), n_players=20, refit_proxy="yes")  # type: ignore[arg-type]
+        fs.ProxySPEX(SumOfUnanimity.random(20, 5, 2, 0), n_players=20, refit_proxy="yes")  # type: ignore[arg-type]
 
 
 def test_refit_ridge_is_the_proxy_scaled_ridge_in_closed_form() -> None:
@@ -317,13 +324,13 @@ def test_the_proxy_scaled_ridge_where_the_proxy_is_short_of_data() -> None:
     terms; ``ridge=True`` forces the ridge; a bad type gets a clear error."""
     n, errors = 32, {True: [], False: []}
     for seed in range(5):
-        soum = Soum(n, 20, 3, seed)
+        soum = SumOfUnanimity.random(n, 20, 3, seed)
         for ridge in (True, False):
             iv = fs.ProxySPEX(soum, n_players=n, budget=500, seed=seed, ridge=ridge).explain()
             assert iv.diagnostics["fit"] == ("ridge" if ridge else "sparse")
-            errors[ridge].append(relative_error(iv.shapley_values(), soum.shapley))
+            errors[ridge].append(relative_l2_error(iv.shapley_values(), soum.shapley))
     assert np.median(errors[True]) < np.median(errors[False]), errors
-    game = Soum(20, 5, 2, 0)
+    game = SumOfUnanimity.random(20, 5, 2, 0)
     exact = fs.ProxySPEX(game, n_players=20, budget=400, seed=0, index="Moebius").explain()
     assert exact.diagnostics["fit"] == "sparse"
     assert exact.diagnostics["ridge_penalty"] is None
@@ -340,7 +347,7 @@ def test_outlying_empty_and_full_coalitions_are_queried_but_not_fitted() -> None
     pull the proxy: with ``efficient=False`` a sparse game with spikes at ∅ and N is recovered
     exactly on every other mask, and ``efficiency_gap`` reports what the surrogate's total
     leaves out of the game's; without spikes both are fitted."""
-    soum = Soum(20, 5, 2, 0)
+    soum = SumOfUnanimity.random(20, 5, 2, 0)
 
     def spiked(masks: np.ndarray) -> np.ndarray:
         return soum(masks) + 50.0 * masks.all(axis=1) - 30.0 * (~masks).all(axis=1)

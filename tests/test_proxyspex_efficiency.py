@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from conftest import Soum
 from ferroshap import _core
+from ferroshap.bench.games import SumOfUnanimity
 
 EMPTY_FULL = np.array([[False], [True]])
 
@@ -53,7 +53,7 @@ def test_a_sparse_fourier_game_is_recovered_and_efficient() -> None:
 
 @pytest.mark.parametrize("ridge", [False, True])
 def test_a_noisy_game_is_efficient_with_either_refit(ridge: bool) -> None:
-    n, soum = 32, Soum(32, 20, 3, seed=4)
+    n, soum = 32, SumOfUnanimity.random(32, 20, 3, seed=4)
     rng = np.random.default_rng(0)
     noise = rng.normal(0.0, 0.1, 500)
 
@@ -73,7 +73,7 @@ def test_a_noisy_game_is_efficient_with_either_refit(ridge: bool) -> None:
 
 @pytest.mark.parametrize("index", ["k-SII", "STII", "FSII"])
 def test_efficient_indices_sum_to_the_games_total(index: str) -> None:
-    n, soum = 20, Soum(20, 8, 3, seed=3)
+    n, soum = 20, SumOfUnanimity.random(20, 8, 3, seed=3)
     iv = fs.ProxySPEX(soum, n_players=n, budget=300, seed=1, index=index).explain()
     total = np.diff(soum(corners(n)))[0]
     assert sum(iv.values.values()) == pytest.approx(total, abs=1e-9)
@@ -83,7 +83,7 @@ def test_efficient_indices_sum_to_the_games_total(index: str) -> None:
 def test_spikes_at_the_empty_and_full_coalitions_are_in_the_total() -> None:
     """∅ and N are left out of the proxy and the selection as outliers, but the final fit is held
     to them: the Shapley values sum to the spiked total."""
-    n, soum = 20, Soum(20, 5, 2, 0)
+    n, soum = 20, SumOfUnanimity.random(20, 5, 2, 0)
 
     def spiked(masks: np.ndarray) -> np.ndarray:
         return soum(masks) + 50.0 * masks.all(axis=1) - 30.0 * (~masks).all(axis=1)

@@ -22,6 +22,7 @@ from ferroshap.bench.estimators import (
     available_estimators,
     check_estimators,
     ferroshap_methods,
+    recipes,
 )
 from ferroshap.bench.games import BenchGame, available_games, make_game
 from ferroshap.bench.harness import run_benchmark, summarize
@@ -98,6 +99,7 @@ def _listing() -> str:
     rows = [
         ("games:", ", ".join(available_games())),
         ("methods:", ", ".join(ferroshap_methods())),
+        ("recipes:", ", ".join(recipes())),
         ("peers:", ", ".join(peers)),
     ]
     lines = [
@@ -112,8 +114,9 @@ def _listing() -> str:
     ]
     lines += [
         "",
-        "Peers run when named in --methods, with --include-baselines, or with --quick. Games of",
-        "tree models take their exact values from shap's interventional TreeExplainer.",
+        "Recipes of method='auto' run only when named in --methods. Peers run when named in",
+        "--methods, with --include-baselines, or with --quick. Games of tree models take their",
+        "exact values from shap's interventional TreeExplainer.",
     ]
     return "\n".join(lines)
 

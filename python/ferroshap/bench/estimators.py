@@ -1,9 +1,10 @@
 """Estimators under one interface: ``explain(model, background, X, budget, seed) -> [rows, n]``.
 
 ferroshap's methods (with ``proxyspex``: the Shapley values of a ProxySPEX surrogate, one fit per
-row), and the peers of :mod:`ferroshap.bench.peers` (shap's and shapiq's estimators), all with the
-same budget of distinct coalitions per row, ∅ and N included, each coalition costing
-``len(background)`` model rows.
+row), the recipes of ``method="auto"`` that no method name runs (run only when named), and the
+peers of :mod:`ferroshap.bench.peers` (shap's and shapiq's estimators), all with the same budget
+of distinct coalitions per row, ∅ and N included, each coalition costing ``len(background)``
+model rows.
 """
 
 from __future__ import annotations
@@ -13,24 +14,61 @@ from collections.abc import Callable
 import numpy as np
 
 import ferroshap as fs
+from ferroshap import _core
 from ferroshap.bench.peers import PEERS, Estimator, unavailable_reason
+from ferroshap.query.games import TabularGame
+from ferroshap.sampling import auto
+from ferroshap.sampling.proxy_adjusted import adjust, minimum_budget
 
 __all__ = [
     "Estimator",
     "available_estimators",
     "check_estimators",
+    "ferroshap_estimator",
     "library_of",
     "make_estimator",
+    "recipes",
 ]
 
 Model = Callable[[np.ndarray], np.ndarray]
 
 
-def _ferroshap(method: str) -> Estimator:
+def ferroshap_estimator(method: str, cross_fit: int | None = None) -> Estimator:
+    """ferroshap's :class:`~ferroshap.Explainer` with ``method`` (and ``cross_fit``): one design
+    for all rows."""
+
     def explain(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
-        return fs.Explainer(model, background, method=method, budget=budget, seed=seed)(X).values
+        explainer = fs.Explainer(
+            model, background, method=method, budget=budget, seed=seed, cross_fit=cross_fit
+        )
+        return explainer(X).values
 
     return explain
+
+
+def _recipe(name: str) -> Estimator:
+    """One recipe of ``method="auto"`` run as it is, whatever ``auto`` would choose: its design
+    planned for the budget, the interventional game queried on it for every row at once, the
+    estimate, then the recipe's proxy adjustment (from the proxy's minimum budget on)."""
+    recipe = auto.RECIPES[name]
+
+    def explain(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
+        n = X.shape[1]
+        design = _core.plan(recipe.planned, n, budget, seed)
+        game = TabularGame(model, background, X)
+        values = np.ascontiguousarray(game.evaluate(design.masks()), dtype=np.float64)
+        phi = design.estimate(values)
+        if recipe.proxy is not None and budget >= minimum_budget(n):
+            phi = adjust(recipe.proxy, design, values, phi)
+        return phi
+
+    return explain
+
+
+def recipes() -> list[str]:
+    """The recipes of ``method="auto"`` that no method name runs (``odd-sparse``, ...), as
+    estimators; never run by default, only when named."""
+    return [r for r in auto.RECIPES if r not in fs.METHODS and r not in fs.PROXY_METHODS]
 
 
 def _proxyspex(model: Model, background: np.ndarray, X: np.ndarray, budget: int, seed: int):
@@ -50,8 +88,9 @@ def ferroshap_methods() -> list[str]:
 
 
 def all_estimators() -> list[str]:
-    """Every estimator name, installed or not: ferroshap's, ``exact``, then the peers."""
-    return [*ferroshap_methods(), "exact", *PEERS]
+    """Every estimator name, installed or not: ferroshap's, ``exact``, ``auto``'s other
+    :func:`recipes`, then the peers."""
+    return [*ferroshap_methods(), "exact", *recipes(), *PEERS]
 
 
 def available_estimators(include_baselines: bool = True, fast_only: bool = False) -> list[str]:
@@ -78,7 +117,7 @@ def check_estimators(names: list[str]) -> None:
 
 
 def make_estimator(name: str) -> Estimator:
-    """The estimator called ``name``: a ferroshap method, ``proxyspex`` or a peer.
+    """The estimator called ``name``: a ferroshap method, ``proxyspex``, a recipe or a peer.
 
     A peer that cannot run here raises ``InvalidArgumentError`` saying why.
     """
@@ -90,7 +129,9 @@ def make_estimator(name: str) -> Estimator:
         if reason is not None:
             raise fs.InvalidArgumentError(f"methods: {name!r} cannot run here: {reason}")
         return PEERS[name].explain
-    return _ferroshap(name)
+    if name in recipes():
+        return _recipe(name)
+    return ferroshap_estimator(name)
 
 
 def library_of(name: str) -> str:

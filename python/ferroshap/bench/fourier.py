@@ -1,4 +1,5 @@
-"""Exactly sparse q-ary Fourier functions: sequence models with known spectra (test oracles)."""
+"""Exactly sparse q-ary Fourier functions: sequence models with known spectra (benchmark games
+and test oracles)."""
 
 from __future__ import annotations
 

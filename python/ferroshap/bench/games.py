@@ -15,7 +15,13 @@ import numpy as np
 
 import ferroshap as fs
 
-__all__ = ["BenchGame", "available_games", "make_game"]
+__all__ = [
+    "BenchGame",
+    "SumOfUnanimity",
+    "available_games",
+    "make_game",
+    "random_terms",
+]
 
 
 @dataclass(frozen=True)
@@ -46,22 +52,72 @@ class BenchGame:
         return int(self.X.shape[1])
 
 
+def random_terms(rng: np.random.Generator, n: int, n_terms: int, max_order: int) -> np.ndarray:
+    """``n_terms`` random coalitions as ``bool[n_terms, n]``, each of a uniform size in
+    ``1..max_order`` (the size drawn, then the members, term by term)."""
+    terms = np.zeros((n_terms, n), dtype=bool)
+    for term in terms:
+        term[rng.choice(n, size=rng.integers(1, max_order + 1), replace=False)] = True
+    return terms
+
+
+class SumOfUnanimity:
+    """Sum of unanimity models ``v(S) = Σ_k c_k [T_k ⊆ S]``, a game on coalitions with
+    ``φ_i = Σ_{k ∋ i} c_k / |T_k|``.
+
+    Parameters
+    ----------
+    terms
+        The coalitions ``T_k`` as ``bool[K, n]``.
+    coefficients
+        Their coefficients ``c_k``, ``[K]``.
+    """
+
+    def __init__(self, terms: np.ndarray, coefficients: np.ndarray) -> None:
+        self.terms = np.asarray(terms, dtype=bool)
+        self.coefficients = np.asarray(coefficients, dtype=np.float64)
+        self.n = self.terms.shape[1]
+        self.orders = self.terms.sum(axis=1)
+
+    @classmethod
+    def random(
+        cls, n: int, n_terms: int, max_order: int, seed: int, *, normal: bool = False
+    ) -> SumOfUnanimity:
+        """``c_k ~ U[-1, 1]`` (or ``N(0, 1)`` with ``normal``), then the terms by
+        :func:`random_terms`, from ``numpy.random.default_rng(seed)``.
+
+        Examples
+        --------
+        >>> game = SumOfUnanimity.random(6, 4, 3, seed=0)
+        >>> bool(np.isclose(game.shapley.sum(), game(np.ones((1, 6), dtype=bool))[0]))
+        True
+        """
+        rng = np.random.default_rng(seed)
+        coefficients = rng.normal(size=n_terms) if normal else rng.uniform(-1.0, 1.0, n_terms)
+        return cls(random_terms(rng, n, n_terms, max_order), coefficients)
+
+    def __call__(self, masks: np.ndarray) -> np.ndarray:
+        """``v`` of each coalition of ``masks`` (``[m, n]``, bool or 0/1), ``[m]``."""
+        contained = masks.astype(np.float64) @ self.terms.T == self.orders
+        return contained @ self.coefficients
+
+    @property
+    def shapley(self) -> np.ndarray:
+        """The exact Shapley values ``[n]``."""
+        return (self.coefficients / self.orders) @ self.terms
+
+
 class _Unanimity:
-    """``f(z) = Σ_k c_k [T_k ⊆ {i: z_i > 1/2}]``: a sum of unanimity models on 0/1 inputs."""
+    """A :class:`SumOfUnanimity` as a model on 0/1 inputs: ``f(z) = v({i: z_i > 1/2})``."""
 
     def __init__(self, n: int, n_terms: int, max_order: int, seed: int) -> None:
         rng = np.random.default_rng(seed)
-        self.terms = [
-            rng.choice(n, size=rng.integers(1, max_order + 1), replace=False)
-            for _ in range(n_terms)
-        ]
-        self.coefficients = rng.uniform(-1.0, 1.0, n_terms)
+        terms = random_terms(rng, n, n_terms, max_order)
+        self.game = SumOfUnanimity(terms, rng.uniform(-1.0, 1.0, n_terms))
         self.n = n
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
-        inside = z > 0.5
-        terms = zip(self.coefficients, self.terms, strict=True)
-        return sum((c * inside[:, t].all(axis=1) for c, t in terms), start=np.zeros(len(z)))
+        return self.game(z > 0.5)
 
     def shapley(self, X: np.ndarray, background: np.ndarray) -> np.ndarray:
         """Exact interventional Shapley values ``[rows, n]`` for 0/1 rows and background.
@@ -76,8 +132,9 @@ class _Unanimity:
 
         X, background = np.asarray(X) > 0.5, np.asarray(background) > 0.5
         phi = np.zeros(X.shape)
+        members = [np.flatnonzero(term) for term in self.game.terms]
         for row, x in enumerate(X):
-            for c, t in zip(self.coefficients, self.terms, strict=True):
+            for c, t in zip(self.game.coefficients, members, strict=True):
                 for b in background:
                     xt, bt = x[t], b[t]
                     if (~xt & ~bt).any():
@@ -226,6 +283,49 @@ def svm_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
     model = make_pipeline(StandardScaler(), SVR(kernel="rbf", C=1.0)).fit(X_all, y.astype(float))
     background, X = _split(X_all, n_background, rows, seed)
     return _enumerated("svm", model.predict, background, X)
+
+
+def _standard_diabetes() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_diabetes
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_diabetes(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def tuning_forest_game(n_background: int = 1, rows: int = 4, seed: int = 7) -> BenchGame:
+    """A case ``method="auto"``'s thresholds were tuned on: a random forest (50 trees, depth 8)
+    on standardized diabetes (n = 10); truth by enumeration."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    X_all, y = _standard_diabetes()
+    model = RandomForestRegressor(n_estimators=50, max_depth=8, random_state=0, n_jobs=1)
+    background, X = _split(X_all, n_background, rows, seed)
+    return _enumerated("rf-diabetes", model.fit(X_all, y).predict, background, X)
+
+
+def tuning_mlp_game(n_background: int = 1, rows: int = 4, seed: int = 7) -> BenchGame:
+    """A case ``method="auto"``'s thresholds were tuned on: an MLP (two hidden layers of 64) on
+    standardized diabetes (n = 10), target scaled to unit variance; truth by enumeration."""
+    from sklearn.neural_network import MLPRegressor
+
+    X_all, y = _standard_diabetes()
+    model = MLPRegressor(hidden_layer_sizes=(64, 64), max_iter=2000, random_state=0)
+    background, X = _split(X_all, n_background, rows, seed)
+    return _enumerated("mlp-diabetes", model.fit(X_all, y / y.std()).predict, background, X)
+
+
+def tuning_svm_game(n_background: int = 1, rows: int = 4, seed: int = 7) -> BenchGame:
+    """A case ``method="auto"``'s thresholds were tuned on: an RBF SVR (gamma 0.2) predicting the
+    first standardized wine measurement from the other 12 (n = 12); truth by enumeration."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVR
+
+    W = StandardScaler().fit_transform(load_wine(return_X_y=True)[0])
+    model = SVR(kernel="rbf", gamma=0.2).fit(W[:, 1:], W[:, 0])
+    background, X = _split(W[:, 1:], n_background, rows, seed)
+    return _enumerated("svm-wine", model.predict, background, X)
 
 
 def fourier_game(n: int = 16, rows: int = 4, n_background: int = 20, seed: int = 0) -> BenchGame:

@@ -11,7 +11,12 @@ import numpy as np
 
 from ferroshap.bench.estimators import check_estimators, library_of, make_estimator
 from ferroshap.bench.games import BenchGame, make_game
-from ferroshap.bench.metrics import kendall, relative_error, spearman, top_k_precision
+from ferroshap.bench.metrics import (
+    kendall,
+    mean_relative_squared_error,
+    spearman,
+    top_k_precision,
+)
 from ferroshap.bench.peers import PEERS, unavailable_reason
 from ferroshap.bench.timing import TimedModel, engine_time
 
@@ -67,7 +72,7 @@ def run_one(
         "budget": budget,
         "exact": budget >= 2**game.n,
         "seed": seed,
-        "rel_error": relative_error(phi, game.truth) if ok else float("nan"),
+        "rel_error": mean_relative_squared_error(phi, game.truth) if ok else float("nan"),
         "spearman": spearman(phi, game.truth) if ok else float("nan"),
         "kendall": kendall(phi, game.truth) if ok else float("nan"),
         f"top{TOP_K}": top_k_precision(phi, game.truth, TOP_K) if ok else float("nan"),

@@ -1,15 +1,21 @@
 """The accuracy suite: every estimator of ours and every peer on a grid of games with exact truth.
 
-Grid: games (:data:`SUITE_GAMES`) x budgets ``{5n, 20n, 60n}`` (capped below ``2**n``; a cell
-whose budget reaches ``2**n`` is run all the same and marked ``exact``) x backgrounds of
-:data:`BACKGROUNDS` rows, :data:`ROWS` explained rows, seeds ``0 .. 19``. A *cell* is one (game,
-background, budget); each cell has its own Parquet file under ``<out>/cells/``, rewritten
-(through a temporary file) after every seed of it, so an interrupted suite loses at most the seed
-it was running and resumes there, and no run is counted twice. A rerun with more estimators or
-more seeds runs only the (seed, estimator) pairs a cell lacks, so the seeds of a long grid can
-be gathered over several runs (``--first-seed`` / ``--seeds``). The summary gives, per cell and
-estimator, the median error over seeds, the ratio to the best peer's, and the wall seconds per
-explained row.
+Grid: games (:data:`GRID_GAMES`, or any of :data:`SUITE_GAMES`) x budgets ``{5n, 20n, 60n}``
+(capped below ``2**n``; a cell whose budget reaches ``2**n`` is run all the same and marked
+``exact``) x backgrounds of :data:`BACKGROUNDS` rows, :data:`ROWS` explained rows, seeds ``0 ..
+19``. A *cell* is one (game, background, budget); each cell has its own Parquet file under
+``<out>/cells/``, rewritten (through a temporary file) after every seed of it, so an interrupted
+suite loses at most the seed it was running and resumes there, and no run is counted twice. A rerun
+with more estimators or more seeds runs only the (seed, estimator) pairs a cell lacks, so the seeds
+of a long grid can be gathered over several runs (``--first-seed`` / ``--seeds``). The summary
+gives, per cell and estimator, the median error over seeds, the ratio to the best peer's, and the
+wall seconds per explained row.
+
+Estimators are every name of :func:`ferroshap.bench.estimators.all_estimators`, so besides the
+methods and peers the suite runs, when named, the recipes of ``method="auto"`` that no method
+name reaches (:func:`ferroshap.bench.estimators.recipes`): the suite ``auto`` was tuned on is
+``--games rf-diabetes,mlp-diabetes,svm-wine,soum30,soum100 --methods
+auto,odd-sparse,odd-msr,...,shapiq-kernel,...``.
 
 Run it with ``python benches/suite.py`` (``--smoke`` for the small grid the tests run).
 """
@@ -32,6 +38,9 @@ from ferroshap.bench.games import (
     mlp_game,
     soum_game,
     svm_game,
+    tuning_forest_game,
+    tuning_mlp_game,
+    tuning_svm_game,
 )
 from ferroshap.bench.harness import run_one
 from ferroshap.errors import InvalidArgumentError
@@ -40,9 +49,11 @@ from ferroshap.memory import covers_all
 __all__ = [
     "BACKGROUNDS",
     "BUDGET_FACTORS",
+    "GRID_GAMES",
     "ROWS",
     "SLOW_PEERS",
     "SUITE_GAMES",
+    "TUNING_GAMES",
     "Cell",
     "cells",
     "run_suite",
@@ -69,12 +80,23 @@ SUITE_GAMES: dict[str, tuple[int, Callable[[int], BenchGame]]] = {
     "svm": (14, lambda bg: svm_game(rows=ROWS, n_background=bg)),
     "soum30": (30, lambda bg: soum_game(n=30, rows=ROWS, n_background=bg)),
     "soum100": (100, lambda bg: soum_game(n=100, rows=ROWS, n_background=bg)),
+    "rf-diabetes": (10, lambda bg: tuning_forest_game(n_background=bg, rows=ROWS)),
+    "mlp-diabetes": (10, lambda bg: tuning_mlp_game(n_background=bg, rows=ROWS)),
+    "svm-wine": (12, lambda bg: tuning_svm_game(n_background=bg, rows=ROWS)),
 }
 """Games by name: the number of players (the budgets need it before a game is built) and the
 builder taking the background size: LightGBM on breast cancer (n = 30) and on
 digits (n = 64) with exact interventional TreeSHAP; a random forest (n = 10), an MLP (n = 12) and
 an RBF SVM (n = 14) with truth by enumeration; sums of unanimity models of order up to 4 at
-n = 30 and 100 in closed form."""
+n = 30 and 100 in closed form; and the three tabular cases ``method="auto"``'s thresholds were
+tuned on (a random forest and an MLP on standardized diabetes, n = 10, an RBF SVM on wine,
+n = 12; truth by enumeration)."""
+
+TUNING_GAMES = ("rf-diabetes", "mlp-diabetes", "svm-wine")
+"""The games of :data:`SUITE_GAMES` run only when named (``auto``'s tuning cases)."""
+
+GRID_GAMES = tuple(game for game in SUITE_GAMES if game not in TUNING_GAMES)
+"""The games of the default grid."""
 
 SMOKE_GAMES = ("soum30", "forest")
 
@@ -108,7 +130,7 @@ Todo = list[tuple[int, list[str]]]
 
 
 def cells(
-    games: Iterable[str] = tuple(SUITE_GAMES),
+    games: Iterable[str] = GRID_GAMES,
     backgrounds: Iterable[int] = BACKGROUNDS,
     factors: Iterable[int] = BUDGET_FACTORS,
 ) -> list[Cell]:
@@ -145,7 +167,7 @@ def default_methods(smoke: bool = False) -> list[str]:
 
 def run_suite(
     out: str | Path,
-    games: Sequence[str] = tuple(SUITE_GAMES),
+    games: Sequence[str] = GRID_GAMES,
     methods: Sequence[str] | None = None,
     seeds: Sequence[int] = SEEDS,
     backgrounds: Sequence[int] = BACKGROUNDS,

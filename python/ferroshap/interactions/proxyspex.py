@@ -38,7 +38,8 @@ from ferroshap.query.chunks import fingerprint
 from ferroshap.query.games import RawGame
 from ferroshap.query.loop import QueryOptions, single_output
 from ferroshap.query.models import resolve_model
-from ferroshap.results.interactions import INDICES, Interactions, r_squared
+from ferroshap.results.interactions import INDICES, Interactions
+from ferroshap.scores import r_squared
 from ferroshap.validation import (
     BUDGET_LIMIT,
     ORDER_LIMIT,

@@ -16,6 +16,7 @@ import numpy as np
 from ferroshap import _core
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.query.games import RawGame
+from ferroshap.scores import r_squared
 from ferroshap.validation import check_callable, check_choice, check_int
 
 __all__ = ["INDICES", "PLOT_KINDS", "Interactions"]
@@ -27,15 +28,6 @@ PLOT_KINDS: tuple[str, ...] = ("bar", "network")
 """The kinds :meth:`Interactions.plot` draws."""
 
 Key = tuple[int, ...]
-
-
-def r_squared(y: np.ndarray, fitted: np.ndarray) -> float:
-    """``1 - ‖y - ŷ‖² / ‖y - ȳ‖²``."""
-    total = float(np.sum((y - y.mean()) ** 2))
-    residual = float(np.sum((y - fitted) ** 2))
-    if total == 0.0:
-        return 1.0 if residual == 0.0 else float("-inf")
-    return 1.0 - residual / total
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -5,8 +5,9 @@ on, and never timing or the game's values, so the same call always runs the same
 (bit-for-bit reproducible for a seed). Each choice is a :class:`Recipe`: a design the compiled
 core plans, optionally followed by a proxy adjustment
 (:mod:`ferroshap.sampling.proxy_adjusted`). The
-thresholds were measured on the accuracy suite (``benches/bench_auto.py``) and the
-breast-cancer protocol with seeds 100-119; see ``docs/auto.md``.
+thresholds were measured on ``auto``'s tuning cases of the accuracy suite
+(:data:`ferroshap.bench.suite.TUNING_GAMES`) and the breast-cancer protocol with seeds 100-119;
+see ``docs/auto.md``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from ferroshap.query.chunks import fingerprint, iter_chunks, phi_frame
 from ferroshap.query.loop import QueryOptions, query, single_output, units_per_call
 from ferroshap.query.models import resolve_model
 from ferroshap.results.explanation import Explanation
+from ferroshap.scores import r_squared
 from ferroshap.sketch.codec import SequenceCodec, SequenceInteractions
 from ferroshap.validation import (
     BUDGET_LIMIT,
@@ -263,10 +264,9 @@ class FourierSketch:
                 argument="y",
             )
         check_finite(truth, "y")
-        spread = float(((truth - truth.mean()) ** 2).sum())
-        if spread == 0:
+        if float(((truth - truth.mean()) ** 2).sum()) == 0:
             raise InvalidArgumentError("y is constant; R² is undefined", argument="y")
-        return 1.0 - float(((truth - predicted) ** 2).sum()) / spread
+        return r_squared(truth, predicted)
 
     # ---- explanations -------------------------------------------------------------------
 
