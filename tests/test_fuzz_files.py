@@ -4,7 +4,8 @@ text. Every mutated input must either load into a working object or raise
 ``TypeError``, panic, ``MemoryError``, hang).
 
 Each fuzz loop is seeded and stops after a number of mutations or a time cap, whichever comes
-first; the always-run versions are small, the ``slow`` ones bring the total above 5 000.
+first (a safety net: 5 000 always-run mutations take about 5-15 s); the ``slow`` versions run
+35 000 more.
 """
 
 from __future__ import annotations
@@ -236,7 +237,7 @@ def test_saved_sketch_round_trips_through_the_fuzz_helpers(
 
 
 @pytest.mark.parametrize(
-    ("count", "seconds"), [(400, 15.0), pytest.param(3000, 60.0, marks=pytest.mark.slow)]
+    ("count", "seconds"), [(1500, 20.0), pytest.param(10_000, 120.0, marks=pytest.mark.slow)]
 )
 def test_byte_fuzzed_sketch_files_load_or_fail_cleanly(
     sketch_fields: dict[str, np.ndarray], tmp_path: Path, count: int, seconds: float
@@ -250,11 +251,11 @@ def test_byte_fuzzed_sketch_files_load_or_fail_cleanly(
         count=count,
         seconds=seconds,
     )
-    assert done >= min(count, 100)
+    assert done >= count // 4, f"only {done} of {count} mutations ran before the time cap"
 
 
 @pytest.mark.parametrize(
-    ("count", "seconds"), [(300, 15.0), pytest.param(2000, 60.0, marks=pytest.mark.slow)]
+    ("count", "seconds"), [(1000, 20.0), pytest.param(5_000, 120.0, marks=pytest.mark.slow)]
 )
 def test_field_fuzzed_sketch_files_load_or_fail_cleanly(
     sketch_fields: dict[str, np.ndarray], tmp_path: Path, count: int, seconds: float
@@ -267,7 +268,7 @@ def test_field_fuzzed_sketch_files_load_or_fail_cleanly(
         count=count,
         seconds=seconds,
     )
-    assert done >= min(count, 100)
+    assert done >= count // 4, f"only {done} of {count} mutations ran before the time cap"
 
 
 @pytest.mark.parametrize(
@@ -442,7 +443,7 @@ def test_model_text_fixture_parses(model_text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("count", "seconds"), [(500, 15.0), pytest.param(3000, 60.0, marks=pytest.mark.slow)]
+    ("count", "seconds"), [(2500, 20.0), pytest.param(20_000, 120.0, marks=pytest.mark.slow)]
 )
 def test_fuzzed_model_text_parses_or_fails_cleanly(
     model_text: str, count: int, seconds: float
@@ -450,7 +451,7 @@ def test_fuzzed_model_text_parses_or_fails_cleanly(
     done = fuzz(
         text_mutation(model_text), check_model_text, seed=count, count=count, seconds=seconds
     )
-    assert done >= min(count, 100)
+    assert done >= count // 4, f"only {done} of {count} mutations ran before the time cap"
 
 
 def test_shared_nodes_are_refused_not_expanded() -> None:
@@ -466,5 +467,5 @@ def test_shared_nodes_are_refused_not_expanded() -> None:
 def test_leaf_values_whose_sum_overflows_are_refused() -> None:
     text = chain_text(2, leaf_value="1.7e308")
     text = text.replace("leaf_value=1.7e308 1.7e308 1.7e308", "leaf_value=1.7e308 -1.7e308 1")
-    with pytest.raises(InvalidArgumentError, match="finite"):
+    with pytest.raises(InvalidArgumentError, match="would overflow"):
         _core.lightgbm_fourier(text, 2)
