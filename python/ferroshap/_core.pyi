@@ -206,7 +206,10 @@ def lightgbm_fourier(model_text: str, n_players: int) -> SparseFunction:
     ``model_text`` is ``Booster.model_to_string()``; its synthesis reproduces the raw prediction
     on every mask. Raises ``InvalidArgumentError`` (argument ``model``) for classification,
     categorical splits, linear trees, features ``>= n_players``, a path fixing more than 22
-    distinct features, a tree expanding into more than ``2**22`` terms, or malformed text.
+    distinct features, a tree expanding into more than ``2**22`` terms, trees expanding into more
+    than ``2**26`` terms together, leaf values whose magnitudes sum past half the largest double,
+    or malformed text (including nodes or leaves not reached from exactly one parent); argument
+    ``n_players`` for more than ``2**32`` players.
     """
 
 def plan_masks(n_players: int, budget: int, seed: int) -> NDArray[np.bool_]:

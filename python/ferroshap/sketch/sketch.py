@@ -9,11 +9,13 @@ interactions of any sequence then follow in closed form (``docs/sketch.md``).
 from __future__ import annotations
 
 import json
+import math
+import os
 import time
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -471,85 +473,168 @@ class FourierSketch:
     def load(cls, path: str | Path) -> FourierSketch:
         """Read a sketch written by :meth:`save`.
 
-        Raises :class:`InvalidArgumentError` for a file that is not a ferroshap sketch (not an
-        ``.npz``, wrong magic, unknown format version, missing or malformed entries).
+        Every entry is checked before it is used: its dtype, shape and values, and that the
+        entries agree with each other (``q`` letters, keys ``uint8 [K, length]`` with digits
+        below ``q``, ``K`` real and ``K`` imaginary coefficients, all finite, distinct non-zero
+        keys, a JSON object as metadata). Coefficients and the mean of any floating dtype are
+        read as ``float64`` (``float16``/``float32`` exactly; a value too large for ``float64``
+        is refused as non-finite). Entries other than those :meth:`save` writes are ignored.
+
+        Raises
+        ------
+        InvalidArgumentError
+            (argument ``path``) for any file whose contents are not a valid saved sketch: not a
+            readable ``.npz``, wrong magic, unknown format version, a missing entry, an entry of
+            the wrong dtype or shape, inconsistent sizes or invalid values. The message names
+            the file and what is wrong.
+        InvalidTypeError
+            If ``path`` is not a string or path.
+        OSError
+            If the file cannot be opened (``FileNotFoundError``, ``PermissionError``, ...).
         """
-        where = f"{path}"
-        try:
-            archive = np.load(path, allow_pickle=False)
-        except (ValueError, OSError, zipfile.BadZipFile) as err:
-            if isinstance(err, FileNotFoundError):
-                raise
-            raise InvalidArgumentError(
-                f"path: {where} is not a saved FourierSketch (not a readable .npz file: {err})",
-                argument="path",
-            ) from err
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise InvalidArgumentError(
-                f"path: {where} is not a saved FourierSketch (not an .npz)", argument="path"
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidTypeError(
+                f"path must be a string or a path, got {type(path).__name__}", argument="path"
             )
-        with archive:
+        where = os.fspath(path)
+        with open(path, "rb") as handle:
             try:
-                fields = {name: archive[name] for name in archive.files}
-            except (ValueError, OSError, zipfile.BadZipFile) as err:
-                raise InvalidArgumentError(
-                    f"path: {where} is corrupt: {err}", argument="path"
+                fields = _read_npz(handle, where)
+            except InvalidArgumentError:
+                raise
+            except Exception as err:  # zipfile and numpy raise a zoo of kinds on bad bytes
+                raise _refuse(
+                    where,
+                    f"is not a saved FourierSketch (not a readable .npz file: "
+                    f"{type(err).__name__}: {err})",
                 ) from err
         return cls._from_fields(fields, where)
 
     @classmethod
     def _from_fields(cls, fields: dict[str, np.ndarray], where: str) -> FourierSketch:
-        def field(name: str, kinds: str, ndim: int) -> np.ndarray:
+        def field(name: str) -> np.ndarray:
             if name not in fields:
-                raise InvalidArgumentError(
-                    f"path: {where} is not a saved FourierSketch (no {name!r} entry)",
-                    argument="path",
-                )
+                raise _refuse(where, f"is not a saved FourierSketch (no {name!r} entry)")
+            kinds, ndim, expected = _FIELDS[name]
             value = fields[name]
             if value.dtype.kind not in kinds or value.ndim != ndim:
-                raise InvalidArgumentError(
-                    f"path: {where} is corrupt: {name!r} has dtype {value.dtype} and "
-                    f"{value.ndim} dimension(s)",
-                    argument="path",
+                raise _refuse(
+                    where,
+                    f"is corrupt: {name!r} has dtype {value.dtype} and shape {value.shape}; "
+                    f"expected {expected}",
                 )
             return value
 
-        if "magic" not in fields or str(fields["magic"]) != MAGIC:
-            raise InvalidArgumentError(
-                f"path: {where} is not a saved FourierSketch (no {MAGIC!r} magic string)",
-                argument="path",
-            )
-        version = int(field("format_version", "iu", 0))
+        def corrupt(what: str) -> InvalidArgumentError:
+            return _refuse(where, f"is corrupt: {what}")
+
+        magic = fields.get("magic")
+        if magic is None or magic.dtype.kind != "U" or magic.shape != () or str(magic) != MAGIC:
+            raise _refuse(where, f"is not a saved FourierSketch (no {MAGIC!r} magic string)")
+        version = int(field("format_version"))
         if version != FORMAT_VERSION:
-            raise InvalidArgumentError(
-                f"path: {where} has sketch format version {version}; this ferroshap reads "
-                f"version {FORMAT_VERSION}",
-                argument="path",
+            raise _refuse(
+                where,
+                f"has sketch format version {version}; this ferroshap reads version "
+                f"{FORMAT_VERSION}",
             )
-        alphabet = [str(a) for a in field("alphabet", "U", 1)]
-        length, q = int(field("length", "iu", 0)), int(field("q", "iu", 0))
-        keys = field("keys", "u", 2)
-        real, imag = field("real", "f", 1), field("imag", "f", 1)
-        mean = float(field("mean", "f", 0))
+        letters = field("alphabet")
+        length, q = int(field("length")), int(field("q"))
+        keys, real, imag = field("keys"), field("real"), field("imag")
+        mean = float(field("mean").astype(np.float64))
+        metadata = field("metadata")
+        if not 1 <= length <= _MAX_LENGTH:
+            raise corrupt(f"length = {length} must be in 1..={_MAX_LENGTH}")
+        if not 2 <= q <= 256 or len(letters) != q:
+            raise corrupt(f"q = {q} must be the number of letters (2 to 256), got {len(letters)}")
         try:
-            info = json.loads(str(field("metadata", "U", 0)))
-        except json.JSONDecodeError as err:
-            raise InvalidArgumentError(
-                f"path: {where} is corrupt: bad metadata ({err})", argument="path"
-            ) from err
-        if len(alphabet) != q:
-            raise InvalidArgumentError(
-                f"path: {where} is corrupt: q={q} but the alphabet has {len(alphabet)} letters",
-                argument="path",
-            )
-        if keys.dtype != np.uint8 or keys.shape != (len(real), length):
-            raise InvalidArgumentError(
-                f"path: {where} is corrupt: keys must be uint8 [{len(real)}, {length}], got "
-                f"{keys.dtype} {keys.shape}",
-                argument="path",
-            )
-        try:
-            spectrum = _core.Spectrum(length, q, keys, real, imag, mean)
-            return cls(spectrum, alphabet, info if isinstance(info, dict) else {})
+            codec = SequenceCodec([str(a) for a in letters], length)
         except (InvalidArgumentError, InvalidTypeError) as err:
-            raise InvalidArgumentError(f"path: {where} is corrupt: {err}", argument="path") from err
+            raise corrupt(f"bad alphabet ({err})") from err
+        if keys.dtype != np.uint8 or keys.shape != (len(real), length):
+            raise corrupt(
+                f"keys must be uint8 [{len(real)}, {length}] (one row of length {length} per "
+                f"coefficient), got {keys.dtype} {keys.shape}"
+            )
+        if imag.shape != real.shape:
+            raise corrupt(f"{len(imag)} imaginary parts for {len(real)} real parts")
+        try:
+            info = json.loads(str(metadata))
+        except (ValueError, RecursionError) as err:
+            raise corrupt(f"bad metadata ({type(err).__name__}: {err})") from err
+        if not isinstance(info, dict):
+            raise corrupt(f"metadata must be a JSON object, got {type(info).__name__}")
+        for name in ("budget", "n_queries"):
+            count = info.get(name, 0)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise corrupt(f"metadata {name!r} must be a non-negative integer, got {count!r}")
+        real, imag = real.astype(np.float64), imag.astype(np.float64)
+        try:
+            spectrum = _core.Spectrum(length, q, np.ascontiguousarray(keys), real, imag, mean)
+        except InvalidArgumentError as err:
+            raise corrupt(str(err)) from err
+        return cls(spectrum, codec.letters, info)
+
+
+# Each entry of a saved sketch: dtype kinds accepted, dimensions, and the expectation in words.
+_FIELDS: dict[str, tuple[str, int, str]] = {
+    "magic": ("U", 0, "a string"),
+    "format_version": ("iu", 0, "an integer scalar"),
+    "alphabet": ("U", 1, "a 1-D array of one-letter strings"),
+    "length": ("iu", 0, "an integer scalar"),
+    "q": ("iu", 0, "an integer scalar"),
+    "keys": ("u", 2, "a 2-D uint8 array"),
+    "real": ("f", 1, "a 1-D float array"),
+    "imag": ("f", 1, "a 1-D float array"),
+    "mean": ("f", 0, "a float scalar"),
+    "metadata": ("U", 0, "a JSON string"),
+}
+
+# The core numbers positions with 32 bits.
+_MAX_LENGTH = 2**32 - 1
+
+# Deflate expands data at most about 1032-fold; a member claiming more is corrupt.
+_MAX_INFLATION = 1100
+
+
+def _refuse(where: str, what: str) -> InvalidArgumentError:
+    """The error for the sketch file ``where``: ``what`` says what is wrong with it."""
+    return InvalidArgumentError(f"path: {where} {what}", argument="path")
+
+
+def _read_npz(handle: BinaryIO, where: str) -> dict[str, np.ndarray]:
+    """The entries of a saved sketch that :data:`_FIELDS` names, read from the open ``.npz``
+    file ``handle`` (with no pickles). Before any array is allocated, its header's size is
+    checked against the bytes its zip member holds, and each member's declared size against
+    the file's, so a corrupt file cannot request more memory than its contents justify."""
+    file_bytes = os.fstat(handle.fileno()).st_size
+    fields: dict[str, np.ndarray] = {}
+    with zipfile.ZipFile(handle) as archive:
+        for info in archive.infolist():
+            name = info.filename.removesuffix(".npy")
+            if name not in _FIELDS:
+                continue
+            stored = info.compress_type == zipfile.ZIP_STORED
+            unpacked = info.compress_size * (1 if stored else _MAX_INFLATION)
+            if info.compress_size > file_bytes or info.file_size > unpacked:
+                raise _refuse(
+                    where,
+                    f"is corrupt: entry {name!r} claims {info.file_size} bytes "
+                    f"({info.compress_size} packed) in a file of {file_bytes} bytes",
+                )
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+                else:
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+            count = math.prod(shape)
+            if count * max(dtype.itemsize, 1) > info.file_size:
+                raise _refuse(
+                    where,
+                    f"is corrupt: entry {name!r} claims shape {shape} of {dtype} in "
+                    f"{info.file_size} bytes",
+                )
+            with archive.open(info) as member:
+                fields[name] = np.lib.format.read_array(member, allow_pickle=False)
+    return fields

@@ -192,6 +192,20 @@ impl Ensemble {
                 tree.leaf_values.iter_mut().for_each(|v| *v *= scale);
             }
         }
+        // Every Walsh coefficient, prediction and partial sum of them is at most the sum of
+        // all |leaf values| in magnitude; half of the largest double leaves room for rounding.
+        let magnitude: f64 = trees
+            .iter()
+            .flat_map(|tree| &tree.leaf_values)
+            .map(|v| v.abs())
+            .sum();
+        if magnitude > f64::MAX / 2.0 {
+            return Err(bad(format!(
+                "the leaf values' magnitudes sum to {magnitude:e}; sums of leaf values would \
+                 overflow (at most {:e} is supported)",
+                f64::MAX / 2.0
+            )));
+        }
         Ok(Self {
             n_features: max_feature + 1,
             trees,
@@ -362,11 +376,45 @@ fn parse_tree(block: &str, t: usize) -> Result<Tree> {
                 right: child(i, rights[i])?,
             })
         })
-        .collect::<Result<_>>()?;
+        .collect::<Result<Vec<Split>>>()?;
+    check_single_parents(&splits, num_leaves, t)?;
     Ok(Tree {
         splits,
         leaf_values,
     })
+}
+
+/// Checks that every node but the root and every leaf has exactly one parent. Children already
+/// come after their parents, so this makes the splits a tree: a child shared by two parents
+/// would give a graph with exponentially many root-to-leaf paths (a hang in the transform), an
+/// unreferenced one a leaf that is never reached.
+fn check_single_parents(splits: &[Split], num_leaves: usize, t: usize) -> Result<()> {
+    let internal = splits.len();
+    let mut parents = vec![0u8; internal + num_leaves];
+    for split in splits {
+        for child in [split.left, split.right] {
+            let slot = match child {
+                Child::Node(c) => c,
+                Child::Leaf(l) => internal + l,
+            };
+            parents[slot] = parents[slot].saturating_add(1);
+        }
+    }
+    match parents.iter().skip(1).position(|&p| p != 1).map(|i| i + 1) {
+        None => Ok(()),
+        Some(slot) => {
+            let what = if slot < internal {
+                format!("node {slot}")
+            } else {
+                format!("leaf {}", slot - internal)
+            };
+            Err(bad(format!(
+                "tree {t}: {what} is reached from {} parents; every node but the root and \
+                 every leaf must have exactly one",
+                parents[slot]
+            )))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -463,5 +511,56 @@ mod tests {
         let linear = stump(2, "0.5").replace("is_linear=0", "is_linear=1");
         assert!(err(&linear).contains("linear"));
         assert!(err(&stump(2, "nan")).contains("NaN threshold"));
+        let huge = stump(2, "0.5").replace("leaf_value=10 20", "leaf_value=1e308 -1e308");
+        assert!(err(&huge).contains("would overflow"));
+    }
+
+    /// A chain of `depth` splits on features `0..depth`: node `i` has leaf `i` on its left and
+    /// node `i + 1` on its right (the last one leaf `depth`), every leaf worth `leaf`.
+    fn chain(depth: usize, lefts: &str, leaf: &str) -> String {
+        let rights: Vec<String> = (1..depth)
+            .map(|i| i.to_string())
+            .chain([format!("-{}", depth + 1)])
+            .collect();
+        let features: Vec<String> = (0..depth).map(|i| i.to_string()).collect();
+        format!(
+            "tree\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx={}\n\
+             objective=regression\n\nTree=0\nnum_leaves={}\nsplit_feature={}\nthreshold={}\n\
+             decision_type={}\nleft_child={lefts}\nright_child={}\nleaf_value={}\n\n\
+             end of trees\n",
+            depth - 1,
+            depth + 1,
+            features.join(" "),
+            vec!["0.5"; depth].join(" "),
+            vec!["2"; depth].join(" "),
+            rights.join(" "),
+            vec![leaf; depth + 1].join(" "),
+        )
+    }
+
+    #[test]
+    fn shared_children_are_refused_before_the_paths_multiply() {
+        let depth = 60;
+        let leaves: Vec<String> = (0..depth).map(|i| format!("-{}", i + 1)).collect();
+        assert!(Ensemble::from_model_text(&chain(depth, &leaves.join(" "), "0")).is_ok());
+        // Node i's left child is node i + 2, which node i + 1 reaches too: Fibonacci(60) paths
+        // through zero-valued leaves, which the transform used to walk one by one (a hang).
+        let shared: Vec<String> = (0..depth)
+            .map(|i| {
+                if i + 2 < depth {
+                    (i + 2).to_string()
+                } else {
+                    "-1".into()
+                }
+            })
+            .collect();
+        let err = Ensemble::from_model_text(&chain(depth, &shared.join(" "), "0"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("node 2 is reached from 2 parents"), "{err}");
+        // A leaf reached twice, and one never reached.
+        let twice = stump(2, "0.5").replace("right_child=-2", "right_child=-1");
+        let err = Ensemble::from_model_text(&twice).unwrap_err().to_string();
+        assert!(err.contains("leaf 0 is reached from 2 parents"), "{err}");
     }
 }

@@ -17,6 +17,7 @@
 
 use std::cmp::Ordering;
 use std::hash::Hash;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use rayon::prelude::*;
 
@@ -34,6 +35,13 @@ const MAX_PATH_FEATURES: usize = 22;
 
 /// Most terms one tree's leaves may expand into.
 const MAX_TREE_TERMS: usize = 1 << MAX_PATH_FEATURES;
+
+/// Most non-zero terms all trees together may expand into before they are summed (about 2 GiB
+/// of terms): each tree is capped, but their number is not.
+const MAX_ENSEMBLE_TERMS: usize = 1 << 26;
+
+/// Most players: keys hold players as `u32`.
+const MAX_PLAYERS: usize = u32::MAX as usize + 1;
 
 /// A set of at most 128 players as the bits of a `u128`, player `p` at bit `127 − p`: of two
 /// sets of one size, the larger number holds the smallest player of their symmetric difference
@@ -153,16 +161,23 @@ impl GlobalKey for Key {
 ///
 /// Errors (argument `model`) for a split on a feature `≥ n_players`, a tree splitting on more
 /// than [`MAX_TREE_FEATURES`] features, a leaf whose path fixes more than 22 features or a tree
-/// whose leaves expand into more than `2^22` terms.
+/// whose leaves expand into more than `2^22` terms, or trees expanding into more than `2^26`
+/// non-zero terms together; (argument `n_players`) for more than `2^32` players.
 pub fn ensemble_fourier(
     ensemble: &Ensemble,
     n_players: usize,
     cancel: &Cancel,
 ) -> Result<SparseFunction> {
+    if n_players > MAX_PLAYERS {
+        return Err(CoreError::invalid(
+            "n_players",
+            format!("must be at most 2^32, got {n_players}"),
+        ));
+    }
     let terms = if n_players <= Bits::CAPACITY {
-        sum_trees::<Bits>(&ensemble.trees, n_players, cancel)?
+        sum_trees::<Bits>(&ensemble.trees, n_players, MAX_ENSEMBLE_TERMS, cancel)?
     } else {
-        sum_trees::<Key>(&ensemble.trees, n_players, cancel)?
+        sum_trees::<Key>(&ensemble.trees, n_players, MAX_ENSEMBLE_TERMS, cancel)?
     };
     Ok(SparseFunction::from_sorted_terms(
         Basis::Fourier,
@@ -211,9 +226,12 @@ impl Buckets {
 /// order. Every bucket then sums its terms, chunk by chunk, so every coefficient is the same sum
 /// in the same order whatever the number of threads, and is sorted on its own
 /// ([`sum_buckets`]).
+///
+/// Errors once the trees' non-zero terms together pass `max_terms` (checked after each tree).
 fn sum_trees<K: GlobalKey>(
     trees: &[Tree],
     n_players: usize,
+    max_terms: usize,
     cancel: &Cancel,
 ) -> Result<Vec<(Key, f64)>> {
     let buckets = Buckets::new(n_players);
@@ -221,18 +239,30 @@ fn sum_trees<K: GlobalKey>(
         .len()
         .div_ceil(4 * rayon::current_num_threads())
         .max(1);
+    let total = AtomicUsize::new(0);
     let chunks: Vec<BucketedTerms<K>> = trees
         .par_chunks(chunk)
         .map_init(Sums::new, |tree_terms, trees| {
             let (mut terms, mut ids) = (Vec::new(), Vec::new());
             for tree in trees {
                 let features = expand_tree::<K>(tree, n_players, tree_terms, cancel)?;
+                let before = terms.len();
                 for (bits, c) in tree_terms.drain() {
                     if c != 0.0 {
                         let key = K::from_bits(Bits(bits), &features);
                         ids.push(buckets.of(&key));
                         terms.push((key, c));
                     }
+                }
+                let added = terms.len() - before;
+                if total.fetch_add(added, AtomicOrdering::Relaxed) + added > max_terms {
+                    return Err(CoreError::invalid(
+                        "model",
+                        format!(
+                            "the trees expand into more than {max_terms} terms together; use \
+                             fewer or shallower trees"
+                        ),
+                    ));
                 }
             }
             Ok(BucketedTerms::new(terms, &ids, buckets.len()))

@@ -203,6 +203,39 @@ fn deep_paths_are_refused_before_expanding() {
 }
 
 #[test]
+fn many_trees_are_refused_once_their_terms_pass_the_cap() {
+    // Each stump on a distinct feature expands into two non-zero terms (its mean and parity).
+    let trees: Vec<Tree> = (0..10)
+        .map(|f| Tree {
+            splits: vec![split(f, Child::Leaf(0), Child::Leaf(1))],
+            leaf_values: vec![1.0, 3.0],
+        })
+        .collect();
+    assert_eq!(
+        sum_trees::<Bits>(&trees, 10, 20, Cancel::never())
+            .unwrap()
+            .len(),
+        11
+    );
+    let err = sum_trees::<Key>(&trees, 10, 19, Cancel::never())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("more than 19 terms together"), "{err}");
+}
+
+#[test]
+fn more_players_than_keys_can_number_are_refused() {
+    let ensemble = Ensemble {
+        n_features: 1,
+        trees: Vec::new(),
+    };
+    let err = ensemble_fourier(&ensemble, (u32::MAX as usize) + 2, Cancel::never())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("n_players: must be at most 2^32"), "{err}");
+}
+
+#[test]
 fn bucketed_terms_keep_their_order_within_each_bucket() {
     let terms: Vec<Term<Bits>> = (0..10).map(|i| (Bits::single(i), i as f64)).collect();
     let ids = [2, 0, 2, 3, 0, 2, 3, 3, 0, 2];
