@@ -147,7 +147,7 @@ def fill_masked_inputs(
     Raises ``InvalidArgumentError`` naming a misshapen argument or a bad index.
     """
 
-# --- sparse set functions, interactions, ProxySPEX (rust/python/src/proxyspex.rs) ---
+# --- sparse set functions, interactions, ProxySPEX (rust/python/src/interactions.rs) ---
 
 INDICES: list[str]
 """Interaction index names: Moebius, Fourier, SV, BV, SII, BII, k-SII, STII, FSII, FBII."""

@@ -5,8 +5,8 @@
 //! estimator logic.
 
 mod errors;
+mod interactions;
 mod masking;
-mod proxyspex;
 mod sketch;
 
 use std::sync::OnceLock;
@@ -230,7 +230,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDesign>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     masking::register(m)?;
-    proxyspex::register(m)?;
+    interactions::register(m)?;
     sketch::register(m)?;
     Ok(())
 }
