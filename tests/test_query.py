@@ -12,7 +12,7 @@ import pytest
 
 import ferroshap as fs
 from ferroshap.errors import DeviceMemoryError, InvalidTypeError
-from ferroshap.query import heap
+from ferroshap.query import loop as heap
 from ferroshap.query.loop import QueryOptions, query, units_per_call
 
 N = 6

@@ -48,7 +48,7 @@ MODEL_FACTOR = 2
 
 HEAP_RETAINED = 64 * 2**20
 """Freed memory that glibc's heap may keep resident for later allocations: its trim threshold (twice
-the 32 MiB block of :func:`ferroshap.query.heap.warm_heap`) once that has run. A phase's freed
+the 32 MiB block of :func:`ferroshap.query.loop.warm_heap`) once that has run. A phase's freed
 buffers can still count while the next phase runs, up to this much."""
 
 SMALL_BYTES = 8 * 2**20
