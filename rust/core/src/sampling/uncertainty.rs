@@ -418,6 +418,6 @@ mod tests {
             assert!((got / t - 1.0).abs() < 2e-3, "df {df}: {got} vs {t}");
         }
         assert!(t_widening(0.0).is_nan());
-        assert!((t_widening(1e9) - 1.0).abs() < 1e-9);
+        assert!((t_widening(1e9) - 1.0).abs() < 1e-6);
     }
 }
