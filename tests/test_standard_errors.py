@@ -157,3 +157,12 @@ def test_bad_values_name_the_argument() -> None:
     with pytest.raises(fs.errors.InvalidArgumentError) as info:
         design.standard_errors(np.zeros(3))
     assert info.value.argument == "values"
+
+
+def test_normal_equations_give_the_svd_errors() -> None:
+    terms, coefs, _ = unanimity_game(30, 14)
+    designs = [_core.plan("leverage", 30, 400, 7, solver=s) for s in ("svd", "normal")]
+    values = unanimity(terms, coefs)(designs[0].masks())
+    svd, normal = (design.standard_errors(values) for design in designs)
+    assert designs[1].solver() == "normal"
+    np.testing.assert_allclose(normal, svd, rtol=1e-8, atol=1e-12)
