@@ -186,7 +186,8 @@ def test_to_polars(data) -> None:
     background, X = data
     ex = fs.Explainer(_model, background, budget=40, method="leverage")(X)
     df = ex.to_polars()
-    assert df.columns == [*ex.feature_names, "base_value"] and df.height == 4
+    errors = [f"se_{name}" for name in ex.feature_names]
+    assert df.columns == [*ex.feature_names, "base_value", *errors] and df.height == 4
     np.testing.assert_array_equal(df.select(ex.feature_names).to_numpy(), ex.values)
     np.testing.assert_array_equal(df["base_value"].to_numpy(), ex.base_values)
 
@@ -194,7 +195,12 @@ def test_to_polars(data) -> None:
         lambda z: np.stack([_model(z), -_model(z)], 1), background, budget=40, method="leverage"
     )(X)
     long = multi.to_polars()
-    assert long.columns == ["output", *multi.feature_names, "base_value"] and long.height == 8
+    assert long.columns[: len(multi.feature_names) + 2] == [
+        "output",
+        *multi.feature_names,
+        "base_value",
+    ]
+    assert long.height == 8
     assert long["output"].to_list() == [0, 1] * 4
     np.testing.assert_array_equal(
         long.select(multi.feature_names).to_numpy()[1], multi.values[0, :, 1]

@@ -105,6 +105,21 @@ class Design:
         ``v(N) - v(empty)``. Releases the GIL. Warns (``UserWarning``) when an ill-conditioned
         full-rank design made the normal equations fall back to the SVD.
         """
+    def standard_errors(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Standard errors of :meth:`estimate`'s values, same shape (``[n]`` or ``[r, n]``).
+
+        From the design's own evidence (see ``docs/standard-errors.md``): the cluster-robust,
+        stratified sandwich of the regression methods (HC3-style leverage correction), the
+        stratified sample variance of ``"unbiased"`` and of ``"permutation"``'s antithetic
+        pairs, zero for enumeration. ``NaN`` with a single antithetic pair. Factorizes the
+        design like :meth:`estimate`; releases the GIL.
+        """
+    def horvitz_thompson_errors(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Standard errors ``[n]`` or ``[r, n]`` of the Horvitz-Thompson (maximum sample reuse)
+        sums ``sum_S n w_S (z_S - s/n) (v(S) - v(empty))`` of a residual game's ``values``
+        (``[m]`` or ``[m, r]``) over the design's sampled coalitions: the stratified sample
+        variance. Releases the GIL.
+        """
 
 def plan(
     method: str,

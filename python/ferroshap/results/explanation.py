@@ -47,6 +47,14 @@ class Explanation:
     frame : DataFrame or None
         The explained rows as the user passed them when they were a pandas / polars DataFrame;
         :meth:`to_shap` hands it to shap so that its plots show the real (string) values.
+    standard_errors : numpy.ndarray or None
+        The estimated standard error of each value, same shape as ``values``, from the design's
+        own evidence (no extra model queries; see ``docs/standard-errors.md``): ``values ±
+        1.96 * standard_errors`` is a nominal 95 % interval for the exact Shapley value of the
+        game. Zero where the estimate is exact (enumeration, null players, a game the
+        regression fits exactly); ``NaN`` where a design cannot show its spread (permutation
+        sampling with a single antithetic pair). ``None`` from engines that do not estimate
+        them (the sketch).
 
     Examples
     --------
@@ -69,6 +77,7 @@ class Explanation:
     estimator: str
     groups: dict[str, list[str]] | None = None
     frame: Any = None
+    standard_errors: np.ndarray | None = None
 
     def __len__(self) -> int:
         """Number of explained rows."""
@@ -116,17 +125,18 @@ class Explanation:
     def to_polars(self) -> Any:
         """Shapley values as a wide polars DataFrame (needs the optional ``polars`` package).
 
-        One column per feature, named by :attr:`feature_names`, then ``base_value``; one row per
-        explained row. For a multi-output model (``values`` of shape ``(rows, n, k)``) the frame
-        is long by output: ``rows * k`` rows ordered by (row, output), with a leading integer
-        ``output`` column.
+        One column per feature, named by :attr:`feature_names`, then ``base_value``, then (when
+        :attr:`standard_errors` is set) one column ``se_<feature>`` per feature with the
+        standard error of that feature's value; one row per explained row. For a multi-output
+        model (``values`` of shape ``(rows, n, k)``) the frame is long by output: ``rows * k``
+        rows ordered by (row, output), with a leading integer ``output`` column.
 
         Examples
         --------
         >>> import numpy as np, ferroshap as fs
         >>> ex = fs.Explainer(lambda z: z.sum(1), np.zeros((1, 2)), method="exact")(np.ones(2))
         >>> ex.to_polars().columns
-        ['x0', 'x1', 'base_value']
+        ['x0', 'x1', 'base_value', 'se_x0', 'se_x1']
         """
         try:
             import polars as pl
@@ -134,6 +144,7 @@ class Explanation:
             raise ImportError(
                 "Explanation.to_polars() needs the polars package: `pip install polars`"
             ) from err
+        errors = self.standard_errors
         if self.values.ndim == 2:
             phi, base, leading = self.values, self.base_values, {}
         else:
@@ -141,13 +152,16 @@ class Explanation:
             phi = self.values.transpose(0, 2, 1).reshape(rows * k, n)
             base = self.base_values.reshape(rows * k)
             leading = {"output": np.tile(np.arange(k), rows)}
-        taken = [*leading, "base_value"]
-        if len(set(self.feature_names)) != len(self.feature_names) or set(taken) & set(
-            self.feature_names
-        ):
+            if errors is not None:
+                errors = errors.transpose(0, 2, 1).reshape(rows * k, n)
+        names = list(self.feature_names)
+        error_names = [] if errors is None else [f"se_{name}" for name in names]
+        every = [*leading, *names, "base_value", *error_names]
+        if len(set(every)) != len(every):
             raise InvalidArgumentError(
-                f"to_polars() needs distinct feature names other than {taken}, "
-                f"got {self.feature_names}"
+                f"to_polars() needs distinct feature names, none of them 'output', "
+                f"'base_value' or 'se_' followed by another feature's name; got {names}"
             )
-        columns = dict(zip(self.feature_names, phi.T, strict=True))
-        return pl.DataFrame({**leading, **columns, "base_value": base})
+        columns = dict(zip(names, phi.T, strict=True))
+        se_columns = {} if errors is None else dict(zip(error_names, errors.T, strict=True))
+        return pl.DataFrame({**leading, **columns, "base_value": base, **se_columns})

@@ -24,7 +24,7 @@ from ferroshap.query.loop import QueryOptions
 from ferroshap.query.models import resolve_model
 from ferroshap.results.explanation import Explanation
 from ferroshap.sampling.auto import AUTO, Recipe, resolve
-from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust, check_cross_fit
+from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust_with_errors, check_cross_fit
 from ferroshap.validation import (
     BUDGET_LIMIT,
     Seed,
@@ -374,6 +374,7 @@ class Explainer:
         patterns, pattern_of = _group_rows(varying)
         seed = draw_seed(self.seed)
         phi = np.zeros((rows, k, n))
+        errors = np.zeros((rows, k, n))
         estimators: dict[str, None] = {}
         evaluations = 0
         for p, pattern in enumerate(patterns):
@@ -381,11 +382,15 @@ class Explainer:
             chosen = np.flatnonzero(pattern_of == p)
             if len(players) == 0:  # every feature at its background value: all values are 0
                 continue
-            part, designs, recipe = self._explain_players(game, players, chosen, seed, k)
-            phi[chosen[:, None, None], np.arange(k)[None, :, None], players[None, None, :]] = part
+            part, part_errors, designs, recipe = self._explain_players(
+                game, players, chosen, seed, k
+            )
+            where = chosen[:, None, None], np.arange(k)[None, :, None], players[None, None, :]
+            phi[where], errors[where] = part, part_errors
             estimators["exact" if designs[0].exact else recipe.name] = None
             evaluations = max(evaluations, *(design.n_coalitions for design in designs))
         phi = np.ascontiguousarray(phi.transpose(0, 2, 1))  # [rows, n, k]
+        errors = np.ascontiguousarray(errors.transpose(0, 2, 1))
         return Explanation(
             values=phi if game.output_shape else phi[:, :, 0],
             base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
@@ -397,6 +402,7 @@ class Explainer:
             method=self.method,
             budget=self.budget,
             estimator=", ".join(estimators) or "exact",
+            standard_errors=errors if game.output_shape else errors[:, :, 0],
         )
 
     def _varying_players(self, x: np.ndarray) -> np.ndarray:
@@ -416,9 +422,10 @@ class Explainer:
 
     def _explain_players(
         self, game: TabularGame, players: np.ndarray, rows: np.ndarray, seed: int, k: int
-    ) -> tuple[np.ndarray, list[_core.Design], Recipe]:
+    ) -> tuple[np.ndarray, np.ndarray, list[_core.Design], Recipe]:
         """Shapley values ``[len(rows), k, len(players)]`` of the explained ``rows`` on the game
-        of ``players`` (the others held at the row's values), with the designs and recipe."""
+        of ``players`` (the others held at the row's values), their standard errors (same
+        shape), the designs and the recipe."""
         n, n_players = self.n_players, len(players)
         every = n_players == n
         recipe = (
@@ -450,8 +457,9 @@ class Explainer:
             masks = embed(designs[0].masks())
             per_row = [game.evaluate(masks, rows=np.full(len(masks), r)) for r in rows]
             per_design = [np.concatenate(per_row, axis=1)]  # [m, rows * k], row-major
-        part = np.stack(_estimate(designs, per_design, recipe.proxy, self.cross_fit))
-        return part.reshape(len(rows), k, n_players), designs, recipe
+        phis, errors = _estimate(designs, per_design, recipe.proxy, self.cross_fit)
+        shape = (len(rows), k, n_players)
+        return np.stack(phis).reshape(shape), np.stack(errors).reshape(shape), designs, recipe
 
     def _explain_masked(self, x: Any) -> Explanation:
         """Shapley values of the masker's game at input ``x``: one row."""
@@ -465,7 +473,7 @@ class Explainer:
         _check_method(self.method, n)
         budget = _check_budget(self.budget, self.method, n)
         raw = RawGame(_linked(function, self.link), n, options=self.options)
-        phi, design, recipe, values = _game_values(
+        phi, errors, design, recipe, values = _game_values(
             raw,
             None,
             self.method,
@@ -477,15 +485,17 @@ class Explainer:
             "Explainer",
         )
         empty = values[0]  # every design's first coalition is the empty one
+        single = raw.output_shape == ()
         return Explanation(
-            values=phi[:1] if raw.output_shape == () else phi.T[None],
-            base_values=empty[:1] if raw.output_shape == () else empty[None],
+            values=phi[:1] if single else phi.T[None],
+            base_values=empty[:1] if single else empty[None],
             data=np.array([names], dtype=object),
             feature_names=names,
             n_evaluations=design.n_coalitions,
             method=self.method,
             budget=budget,
             estimator="exact" if design.exact else recipe.name,
+            standard_errors=errors[:1] if single else errors.T[None],
         )
 
 
@@ -586,7 +596,7 @@ def shapley_values(
     budget = _check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
     raw = RawGame(game, n_features, options=options)
-    phi, _, _, _ = _game_values(
+    phi, _, _, _, _ = _game_values(
         raw,
         grouped,
         method,
@@ -610,10 +620,11 @@ def _game_values(
     cross_fit: int | None,
     max_memory: int | None,
     engine: str,
-) -> tuple[np.ndarray, _core.Design, Recipe, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, _core.Design, Recipe, np.ndarray]:
     """Shapley values ``[R, n]`` of a raw game (on ``groups``' players if given) by ``method``,
-    with the design and recipe that produced them and the game's values ``[m, R]`` on the
-    design (row 0 is the empty coalition); ``engine`` names the caller in memory errors."""
+    with their standard errors ``[R, n]``, the design and recipe that produced them and the
+    game's values ``[m, R]`` on the design (row 0 is the empty coalition); ``engine`` names the
+    caller in memory errors."""
     n = raw.n_players if groups is None else groups.n_players
     recipe = resolve(method, n, budget, paired)
     m = memory.planned_coalitions(recipe.planned, n, budget)
@@ -623,8 +634,8 @@ def _game_values(
     memory.check(engine, estimate, max_memory, n=n, budget=budget)
     (design,) = _plan(recipe.planned, n, budget, draw_seed(seed), paired, [0], method != AUTO)
     values = raw.evaluate(_design_masks(design, groups))
-    (phi,) = _estimate([design], [values], recipe.proxy, cross_fit)
-    return phi, design, recipe, values
+    (phi,), (errors,) = _estimate([design], [values], recipe.proxy, cross_fit)
+    return phi, errors, design, recipe, values
 
 
 def _design_masks(design: _core.Design, groups: Groups | None) -> DesignMasks:
@@ -685,9 +696,10 @@ def _estimate(
     values: Sequence[np.ndarray],
     proxy: str | None = None,
     cross_fit: int | None = None,
-) -> list[np.ndarray]:
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Shapley values ``[R, n]`` per design from its values ``[m, R]``, adjusted by ``proxy``
-    (a method of :data:`PROXY_METHODS`) if given; warn on rank deficiency."""
+    (a method of :data:`PROXY_METHODS`) if given, and their standard errors (``[R, n]`` per
+    design, see ``docs/standard-errors.md``); warn on rank deficiency."""
     values = [np.ascontiguousarray(v) for v in values]
     phis = [design.estimate(v) for design, v in zip(designs, values, strict=True)]
     n = designs[0].n_players
@@ -700,9 +712,11 @@ def _estimate(
             UserWarning,
             stacklevel=3,
         )
-    if proxy is not None:
-        phis = [
-            adjust(proxy, design, v, phi, cross_fit)
-            for design, v, phi in zip(designs, values, phis, strict=True)
-        ]
-    return phis
+    if proxy is None:
+        errors = [design.standard_errors(v) for design, v in zip(designs, values, strict=True)]
+        return phis, errors
+    adjusted = [
+        adjust_with_errors(proxy, design, v, phi, cross_fit)
+        for design, v, phi in zip(designs, values, phis, strict=True)
+    ]
+    return [phi for phi, _ in adjusted], [error for _, error in adjusted]

@@ -50,6 +50,7 @@ __all__ = [
     "PROXY_PARAMS",
     "PROXY_ROUNDS",
     "adjust",
+    "adjust_with_errors",
     "proportional_columns",
     "resolve",
 ]
@@ -156,7 +157,8 @@ def adjust(
     its estimate ``phi`` ``[R, n]``; exact designs are returned unchanged. ``method`` is one of
     :data:`PROXY_METHODS`, :data:`ODD_SPARSE` or :data:`ODD_MSR`.
 
-    Each row of the result sums to ``v(N) - v(empty)`` (rounding corrected).
+    Each row of the result sums to ``v(N) - v(empty)`` (rounding corrected). The values of
+    :func:`adjust_with_errors`, without their standard errors.
 
     Examples
     --------
@@ -167,8 +169,31 @@ def adjust(
     >>> np.allclose(phi, np.arange(8.0))
     True
     """
+    return adjust_with_errors(method, design, values, phi, cross_fit)[0]
+
+
+def adjust_with_errors(
+    method: str,
+    design: _core.Design,
+    values: np.ndarray,
+    phi: np.ndarray,
+    cross_fit: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`adjust`'s values ``[R, n]`` and their standard errors ``[R, n]``.
+
+    Every adjusted estimate is ``phi(f) + E(v - f)``: the proxy's exact Shapley values plus an
+    estimate ``E`` of the residual game's. The proxy ``f`` is taken as given, so its exact part
+    carries no sampling error. For ``"tree-msr"`` the standard error is the stratified
+    Horvitz-Thompson variance (``Design.horvitz_thompson_errors``) of its maximum-sample-reuse
+    estimate of the residual game: valid with ``cross_fit`` (each residual from a proxy that
+    did not see it), optimistic without. For ``"proxy-leverage"``, ``"odd-sparse"`` and
+    ``"odd-msr"``, whose proxy is fitted on the very samples it corrects (its in-sample
+    residuals are too small to measure the error by), it is the plain regression's
+    (``Design.standard_errors`` of ``values``): an upper bound wherever the adjustment helps.
+    See ``docs/standard-errors.md``.
+    """
     if design.exact:
-        return phi
+        return phi, np.zeros_like(phi)
     masks = design.masks()
     n = masks.shape[1]
     complement = complements(masks)
@@ -197,24 +222,26 @@ def adjust(
         phi_f = np.stack([scales[j] * fits[sources[j]][0] for j in range(len(sources))])
         fitted = np.stack([scales[j] * fits[sources[j]][1] for j in range(len(sources))], 1)
         out = phi + phi_f - design.estimate(np.ascontiguousarray(fitted))
-    elif method == ODD_MSR:
-        odd = odd_residual(masks, complement, values, phi)
-        folds = _folds(complement, 1, design.seed, design.stream)
+    elif method in (ODD_MSR, "tree-msr"):
+        odd = method == ODD_MSR
+        target = odd_residual(masks, complement, values, phi) if odd else values
+        folds = _folds(complement, 1 if odd else cross_fit or 1, design.seed, design.stream)
         weights = _msr_weights(masks)
-        out = phi + np.stack(
-            [_tree_msr(masks, odd[:, j], folds, weights) for j in range(values.shape[1])]
-        )
-    elif method == "tree-msr":
-        folds = _folds(complement, cross_fit or 1, design.seed, design.stream)
-        weights = _msr_weights(masks)
-        out = np.stack(
-            [_tree_msr(masks, values[:, j], folds, weights) for j in range(values.shape[1])]
-        )
+        fits = [_tree_msr(masks, target[:, j], folds, weights) for j in range(values.shape[1])]
+        out = np.stack([estimate for estimate, _ in fits]) + (phi if odd else 0.0)
+        residuals = np.stack([residual for _, residual in fits], axis=1)
     else:
         valid = (*PROXY_METHODS, ODD_SPARSE, ODD_MSR)
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
+    if method == "tree-msr":
+        errors = design.horvitz_thompson_errors(np.ascontiguousarray(residuals))
+    else:
+        # The proxy was fitted on these samples, so its residuals here understate those it
+        # leaves out (coverage fell to 30 % at budget 20n): the plain regression's standard
+        # errors, which the adjustment improves on, stand in for them.
+        errors = design.standard_errors(values)
     out += ((v1 - v0) - out.sum(axis=1))[:, None] / n
-    return out
+    return out, errors
 
 
 def odd_residual(
@@ -265,13 +292,14 @@ def proportional_columns(
 
 def _tree_msr(
     masks: np.ndarray, v: np.ndarray, folds: np.ndarray, weights: np.ndarray
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Tree MSR of one column: mean over folds of ``phi(f_k)`` plus the MSR estimate of the
-    residual (with cross-fitting, each residual from the proxy that did not see its pair)."""
+    residual (with cross-fitting, each residual from the proxy that did not see its pair); and
+    that residual ``[m]`` (0 on the empty and grand coalitions), relative to the empty one."""
     n = masks.shape[1]
     k = int(folds.max()) + 1
     phi = np.zeros(n)
-    residual = np.empty(len(v))
+    residual = np.zeros(len(v))
     for fold in range(k):
         held_out = folds == fold
         # The empty and grand coalitions (fold -1) are in every fit.
@@ -281,7 +309,7 @@ def _tree_msr(
         edges = v[:2] - predict_proxy(booster, masks[:2])
         phi += (edges[1] - edges[0]) / (n * k)
         residual[held_out] = v[held_out] - predict_proxy(booster, masks[held_out]) - edges[0]
-    return phi + residual[2:] @ weights
+    return phi + residual[2:] @ weights, residual
 
 
 def _msr_weights(masks: np.ndarray) -> np.ndarray:

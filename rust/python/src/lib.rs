@@ -11,7 +11,9 @@ mod sketch;
 
 use std::sync::OnceLock;
 
+use ferroshap_core::cancel::Cancel;
 use ferroshap_core::sampling::regression::{Solver, CROSSOVER_PLAYERS};
+use ferroshap_core::sampling::uncertainty::horvitz_thompson_errors;
 use ferroshap_core::sampling::MAX_EXACT_PLAYERS;
 use ferroshap_core::{Design, Estimator, Method, PlanRequest};
 use numpy::{
@@ -108,6 +110,56 @@ impl PyDesign {
         py: Python<'py>,
         values: PyReadonlyArrayDyn<'py, f64>,
     ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        self.per_column(py, values, |estimator, flat, columns, cancel| {
+            estimator.estimate_cancellable(flat, columns, cancel)
+        })
+    }
+
+    fn standard_errors<'py>(
+        &self,
+        py: Python<'py>,
+        values: PyReadonlyArrayDyn<'py, f64>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        self.per_column(py, values, |estimator, flat, columns, _| {
+            estimator.standard_errors(&self.design, flat, columns)
+        })
+    }
+
+    fn horvitz_thompson_errors<'py>(
+        &self,
+        py: Python<'py>,
+        values: PyReadonlyArrayDyn<'py, f64>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+        self.per_column(py, values, |_, flat, columns, _| {
+            horvitz_thompson_errors(&self.design, flat, columns)
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Design(method={:?}, n_players={}, n_coalitions={}, budget={}, seed={}, stream={})",
+            self.design.method.name(),
+            self.design.n_players,
+            self.design.n_coalitions(),
+            self.design.budget,
+            self.design.seed,
+            self.design.stream
+        )
+    }
+}
+
+impl PyDesign {
+    /// Runs `work(estimator, values, columns, cancel)` on `values` (`[m]` or `[m, R]`, one row
+    /// per coalition) without the GIL and interruptibly, factorizing the estimator on first use (warning once about
+    /// an ill-conditioned design), and returns its `R × n` result as `[n]` or `[R, n]`.
+    fn per_column<'py>(
+        &self,
+        py: Python<'py>,
+        values: PyReadonlyArrayDyn<'py, f64>,
+        work: impl Fn(&Estimator, &[f64], usize, &Cancel) -> ferroshap_core::Result<Vec<f64>>
+            + Send
+            + Sync,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
         let shape = values.shape().to_vec();
         let (rows, columns) = match shape.as_slice() {
             [m] => (*m, 1),
@@ -141,7 +193,7 @@ impl PyDesign {
             }
         };
         let n = self.design.n_players;
-        let (phi, warning) = interruptible(py, |cancel| {
+        let (out, warning) = interruptible(py, |cancel| {
             let (estimator, warning) = match self.estimator.get() {
                 Some(e) => (e, None),
                 None => {
@@ -153,10 +205,7 @@ impl PyDesign {
                     (e, warning)
                 }
             };
-            Ok((
-                estimator.estimate_cancellable(flat, columns, cancel)?,
-                warning,
-            ))
+            Ok((work(estimator, flat, columns, cancel)?, warning))
         })?;
         if let Some(message) = warning {
             let message = std::ffi::CString::new(message).expect("warning has no NUL byte");
@@ -167,19 +216,7 @@ impl PyDesign {
         } else {
             vec![columns, n]
         };
-        PyArray1::from_vec(py, phi).reshape(out_shape)
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Design(method={:?}, n_players={}, n_coalitions={}, budget={}, seed={}, stream={})",
-            self.design.method.name(),
-            self.design.n_players,
-            self.design.n_coalitions(),
-            self.design.budget,
-            self.design.seed,
-            self.design.stream
-        )
+        PyArray1::from_vec(py, out).reshape(out_shape)
     }
 }
 

@@ -10,6 +10,9 @@ use crate::error::{CoreError, Result};
 use crate::sampling::exact::shapley_from_table;
 use crate::sampling::regression::{Regression, RegressionFit, Solver};
 use crate::sampling::solve::{matrix_vector_operator, LinearOperator, COLUMN_BLOCK};
+use crate::sampling::uncertainty::{
+    horvitz_thompson_columns, permutation_errors, unit_errors, Target,
+};
 use crate::sampling::{Design, EstimatorKind, PermutationPath};
 
 /// A design's factorized estimator: build once, apply to many value columns.
@@ -111,27 +114,7 @@ impl Estimator {
         cancel: &Cancel,
     ) -> Result<Vec<f64>> {
         let (n, m) = (self.n_players, self.n_coalitions);
-        if values.len() != m * n_columns {
-            return Err(CoreError::invalid(
-                "values",
-                format!(
-                    "expected {m} rows (one per coalition of the design) × {n_columns} columns, \
-                     got {} numbers",
-                    values.len()
-                ),
-            ));
-        }
-        if let Some(pos) = values.iter().position(|v| !v.is_finite()) {
-            return Err(CoreError::invalid(
-                "values",
-                format!(
-                    "must be finite; found {} at coalition row {}, column {}",
-                    values[pos],
-                    pos / n_columns.max(1),
-                    pos % n_columns.max(1)
-                ),
-            ));
-        }
+        check_values(values, m, n_columns)?;
         let mut out = vec![0.0; n * n_columns];
         if n_columns == 0 {
             return Ok(out);
@@ -169,6 +152,86 @@ impl Estimator {
         }
         Ok(out)
     }
+
+    /// Standard errors of [`Estimator::estimate`]'s values, same layout (row-major
+    /// `n_columns × n`), from the design's own evidence: see [`crate::sampling::uncertainty`].
+    ///
+    /// `design` must be the design this estimator was built from. Zero for enumeration and
+    /// wherever the design leaves no sampling error (a game the regression fits exactly, fully
+    /// enumerated sizes); `NaN` where one sampled unit cannot show any spread (one antithetic
+    /// pair of permutations).
+    pub fn standard_errors(
+        &self,
+        design: &Design,
+        values: &[f64],
+        n_columns: usize,
+    ) -> Result<Vec<f64>> {
+        let n = self.n_players;
+        if design.n_players != n || design.n_coalitions() != self.n_coalitions {
+            return Err(CoreError::invalid(
+                "design",
+                "is not the design this estimator was built from",
+            ));
+        }
+        match (&self.kind, &design.estimator) {
+            (Kind::Enumeration, _) => {
+                check_values(values, self.n_coalitions, n_columns)?;
+                Ok(vec![0.0; n * n_columns])
+            }
+            (_, EstimatorKind::Permutation(paths)) => {
+                check_values(values, self.n_coalitions, n_columns)?;
+                Ok(permutation_errors(n, paths, values, n_columns))
+            }
+            (Kind::Regression(fit), _) => {
+                let phi = self.estimate(values, n_columns)?;
+                unit_errors(
+                    design,
+                    values,
+                    n_columns,
+                    &phi,
+                    Target::Residual,
+                    |rows| match &fit.regression {
+                        Regression::Svd(op) => {
+                            Mat::from_fn(n, rows.len(), |i, b| op.matrix[(i, rows[b])])
+                        }
+                        Regression::Normal(solver) => solver.columns(design, rows),
+                    },
+                )
+            }
+            (Kind::Linear(_), _) => {
+                let phi = vec![0.0; n * n_columns];
+                unit_errors(design, values, n_columns, &phi, Target::Baseline, |rows| {
+                    horvitz_thompson_columns(design, rows)
+                })
+            }
+        }
+    }
+}
+
+/// Checks that `values` holds `m × n_columns` finite numbers; the error names `values`.
+pub(crate) fn check_values(values: &[f64], m: usize, n_columns: usize) -> Result<()> {
+    if values.len() != m * n_columns {
+        return Err(CoreError::invalid(
+            "values",
+            format!(
+                "expected {m} rows (one per coalition of the design) × {n_columns} columns, \
+                 got {} numbers",
+                values.len()
+            ),
+        ));
+    }
+    if let Some(pos) = values.iter().position(|v| !v.is_finite()) {
+        return Err(CoreError::invalid(
+            "values",
+            format!(
+                "must be finite; found {} at coalition row {}, column {}",
+                values[pos],
+                pos / n_columns.max(1),
+                pos % n_columns.max(1)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `phi = op · y`, computed in fixed column blocks in parallel, polling `cancel` per block.

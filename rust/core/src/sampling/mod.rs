@@ -13,6 +13,7 @@ pub mod permutation;
 pub mod regression;
 pub mod sizes;
 pub mod solve;
+pub mod uncertainty;
 pub mod with_replacement;
 pub mod without_replacement;
 

@@ -166,6 +166,35 @@ impl NormalSolver {
         Ok(())
     }
 
+    /// The operator's columns `P (XᵀX)⁺ P z_r ω_r` (`n × rows.len()`) of the design rows
+    /// `rows`: what [`NormalSolver::apply`] multiplies each row's residual by.
+    pub fn columns(&self, design: &Design, rows: &[usize]) -> Mat<f64> {
+        let n = self.n;
+        let inv_n = 1.0 / n as f64;
+        let mut k = Mat::from_fn(n, rows.len(), |i, b| {
+            let r = rows[b];
+            let z = f64::from(u8::from(design.coalitions.contains(r, i)));
+            design.weights[r] * (z - design.coalitions.size(r) as f64 * inv_n)
+        });
+        k.par_col_chunks_mut(COLUMN_BLOCK).for_each(|mut block| {
+            solve_in_place(
+                self.factor.as_ref(),
+                block.as_mut(),
+                Par::Seq,
+                MemStack::new(&mut []),
+            );
+            for j in 0..block.ncols() {
+                let mean = block.as_ref().col(j).iter().sum::<f64>() * inv_n;
+                block
+                    .as_mut()
+                    .col_mut(j)
+                    .iter_mut()
+                    .for_each(|x| *x -= mean);
+            }
+        });
+        k
+    }
+
     /// `Zᵀ diag(ω) r` (`n × width`) with `r_p = y_p − y_∅ − α s_p`, over fixed row blocks in
     /// parallel, summed in block order.
     fn weighted_sums(
