@@ -33,6 +33,8 @@ __all__ = [
 
 __version__: str
 
+# --- the sampling engine: designs and plan (rust/python/src/sampling.rs) ---
+
 METHODS: list[str]
 """Every sampling method name that :func:`plan` accepts, in documentation order."""
 
@@ -141,6 +143,8 @@ def plan(
     budget is rounded down. ``budget >= 2**n`` (or ``method="exact"``) gives full enumeration.
     Raises ``ValueError`` (``ferroshap.errors.InvalidArgumentError``) naming the bad argument.
     """
+
+# --- masked model inputs (rust/python/src/masking.rs) ---
 
 def fill_masked_inputs(
     out: NDArray[np.float32] | NDArray[np.float64],
@@ -292,7 +296,7 @@ def exact_interactions(
 def moebius_transform(values: NDArray[np.float64], n_players: int) -> SparseFunction:
     """The full Moebius transform of the table ``values[mask]``."""
 
-# --- Fourier sketch (SHAP zero) -------------------------------------------------------------
+# --- Fourier sketch, SHAP zero (rust/python/src/sketch.rs) ---
 
 INTERACTION_INDICES: list[str]
 """Interaction indices :meth:`Spectrum.interactions` accepts: Moebius, k-SII, STII, FSII."""

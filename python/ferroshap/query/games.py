@@ -105,8 +105,11 @@ class _HostInputs:
 
     def prepare(self, masks: Masks, rows: np.ndarray | None) -> None:
         designed = isinstance(masks, DesignMasks)
-        compiled = self.dtype in _COMPILED_DTYPES
-        self._design = masks if designed and compiled else None
+        # the core reads a planned design in place; anything else that plays one is read
+        # through its ``masks`` a chunk at a time
+        in_place = designed and isinstance(masks.design, _core.Design)
+        compiled = self.dtype in _COMPILED_DTYPES and in_place
+        self._design = masks if compiled else None
         self._source = masks if designed and not compiled and rows is None else None
         if not designed or (not compiled and rows is not None):
             self._masks = np.ascontiguousarray(_whole(masks), dtype=bool)

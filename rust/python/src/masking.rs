@@ -7,7 +7,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::errors::{guarded, to_py_err};
-use crate::PyDesign;
+use crate::sampling::PyDesign;
 
 /// Fills `out` with the masked inputs of the given (mask, row) pairs; see `_core.pyi`.
 #[pyfunction]
