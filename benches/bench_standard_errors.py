@@ -30,7 +30,7 @@ import numpy as np
 
 import ferroshap as fs
 from ferroshap.query.games import RawGame, TabularGame
-from ferroshap.sampling.explainer import _game_values
+from ferroshap.sampling.engine import game_values
 
 ROWS = 4
 Z = 1.959963984540054
@@ -123,7 +123,7 @@ def coverage(method: str, factor: int, games: list[Case], seeds: range) -> tuple
         for seed in seeds:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                phi, se, *_ = _game_values(
+                phi, se, *_ = game_values(
                     RawGame(game, n), None, method, budget, seed, True, None, None, "bench"
                 )
             errors.append(phi - truth)

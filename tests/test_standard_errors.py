@@ -10,7 +10,7 @@ import pytest
 import ferroshap as fs
 from ferroshap import _core
 from ferroshap.query.games import RawGame
-from ferroshap.sampling.explainer import _game_values
+from ferroshap.sampling.engine import game_values
 
 Z = 1.959963984540054
 N = 8
@@ -38,7 +38,7 @@ def unanimity(terms: np.ndarray, coefs: np.ndarray):
 def estimate(game, n: int, method: str, budget: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        phi, se, *_ = _game_values(
+        phi, se, *_ = game_values(
             RawGame(game, n), None, method, budget, seed, True, None, None, "test"
         )
     return phi, se

@@ -32,7 +32,8 @@ from ferroshap.interactions.proxyspex import ProxySPEX
 from ferroshap.results.explanation import Explanation
 from ferroshap.results.interactions import INDICES, Interactions
 from ferroshap.sampling.auto import AUTO
-from ferroshap.sampling.explainer import Explainer, shapley_values
+from ferroshap.sampling.engine import shapley_values
+from ferroshap.sampling.explainer import Explainer
 from ferroshap.sampling.proxy_adjusted import PROXY_METHODS
 from ferroshap.sketch.sketch import FourierSketch, SequenceInteractions
 

@@ -1,12 +1,11 @@
-"""Sampling estimators of Shapley values: the :class:`Explainer` and :func:`shapley_values`.
+"""The :class:`Explainer`: Shapley values of any tabular model by a sampling estimator.
 
-Both follow plan → query → estimate: the compiled core plans a design (the coalitions to
+It follows plan → query → estimate: the compiled core plans a design (the coalitions to
 evaluate), Python evaluates the game on them, and the core turns the values into Shapley values.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,21 +13,31 @@ import numpy as np
 
 from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError
-from ferroshap.groups import Groups, GroupsArgument, read_groups
+from ferroshap.groups import GroupsArgument, read_groups
 from ferroshap.maskers.tabular import Masker, check_masker, player_names
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend
 from ferroshap.query.chunks import fingerprint
 from ferroshap.query.frames import Table, frame_model, read_rows_like, read_table
-from ferroshap.query.games import LINKS, DesignMasks, RawGame, TabularGame, apply_link
+from ferroshap.query.games import LINKS, RawGame, TabularGame
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.models import resolve_model
 from ferroshap.results.explanation import Explanation
 from ferroshap.sampling.auto import AUTO, Recipe, resolve
-from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust_with_errors, check_cross_fit
+from ferroshap.sampling.engine import (
+    check_budget,
+    check_method,
+    design_masks,
+    estimate_values,
+    expand_masks,
+    game_values,
+    linked,
+    plan_design,
+)
+from ferroshap.sampling.null_players import NullPlayers, group_rows
+from ferroshap.sampling.proxy_adjusted import check_cross_fit
 from ferroshap.validation import (
     BUDGET_LIMIT,
     Seed,
-    check_callable,
     check_choice,
     check_flag,
     check_int,
@@ -38,7 +47,7 @@ from ferroshap.validation import (
     draw_seed,
 )
 
-__all__ = ["Explainer", "shapley_values"]
+__all__ = ["Explainer"]
 
 
 class Explainer:
@@ -193,9 +202,7 @@ class Explainer:
         self._table: Table | None = read_table(background, "background")
         self._background = self._model.place(self._table.values)
         host = self._table.numpy()
-        # what null players are tested against (see _varying_players), read once per explainer
-        self._background_row = host[:1]
-        self._constant_columns = np.all(_identical(host, self._background_row), axis=0)
+        self._null_players = NullPlayers(host)  # read once per explainer
         n_features = self._table.n_columns
         if feature_names is not None:
             feature_names = check_names(feature_names, "feature_names")
@@ -209,9 +216,9 @@ class Explainer:
         self.groups = None if groups is None else read_groups(groups, names, n_features)
         self.feature_names = names if self.groups is None else self.groups.names
         n = self.n_players
-        _check_method(method, n)
+        check_method(method, n)
         self.method = method
-        self.budget = _check_budget(budget, method, n)
+        self.budget = check_budget(budget, method, n)
         self.cross_fit = check_cross_fit(cross_fit, method)
         self._recipe = resolve(method, n, self.budget, self.paired, int(self._background.shape[0]))
 
@@ -238,7 +245,7 @@ class Explainer:
                     "and what replaces them",
                     argument=name,
                 )
-        _check_method(method, 1)
+        check_method(method, 1)
         self._table = None
         self.groups = None
         self.feature_names = None
@@ -350,7 +357,7 @@ class Explainer:
         rows = int(x.shape[0])
         k = int(np.prod(game.output_shape, dtype=np.int64))
         data = np.array(table.numpy())
-        varying = self._varying_players(data)
+        varying = self._null_players.varying(data, self.groups)
         m = memory.planned_coalitions(self._recipe.planned, n, self.budget)
         memory.check(
             "Explainer",
@@ -371,7 +378,7 @@ class Explainer:
             budget=self.budget,
             rows=rows,
         )
-        patterns, pattern_of = _group_rows(varying)
+        patterns, pattern_of = group_rows(varying)
         seed = draw_seed(self.seed)
         phi = np.zeros((rows, k, n))
         errors = np.zeros((rows, k, n))
@@ -405,21 +412,6 @@ class Explainer:
             standard_errors=errors if game.output_shape else errors[:, :, 0],
         )
 
-    def _varying_players(self, x: np.ndarray) -> np.ndarray:
-        """``bool[rows, n]``: whether each player can change the model's output on each row.
-
-        A feature whose value in the row equals its value in every background row is replaced
-        by the same value whether it is masked or not, so it is a null player: its Shapley value
-        is exactly 0 and the row's game is that of the other players (a group is null when all
-        its features are). NaN counts as differing, as does 0.0 against -0.0. ``x`` is the
-        explained rows' host copy.
-        """
-        same = _identical(x, self._background_row) & self._constant_columns
-        if self.groups is None:
-            return ~same
-        members = self.groups.expand(np.eye(self.n_players, dtype=bool))  # [players, features]
-        return (~same).astype(np.int64) @ members.T.astype(np.int64) > 0
-
     def _explain_players(
         self, game: TabularGame, players: np.ndarray, rows: np.ndarray, seed: int, k: int
     ) -> tuple[np.ndarray, np.ndarray, list[_core.Design], Recipe]:
@@ -437,14 +429,16 @@ class Explainer:
         )
         streams = [int(r) + 1 for r in rows] if self.per_row_design else [0]
         warn = every and self.method != AUTO  # a smaller game's enumeration is our choice
-        designs = _plan(recipe.planned, n_players, self.budget, seed, self.paired, streams, warn)
+        designs = plan_design(
+            recipe.planned, n_players, self.budget, seed, self.paired, streams, warn
+        )
 
         def embed(masks: np.ndarray) -> np.ndarray:
             if every:
-                return _expand(masks, self.groups)
+                return expand_masks(masks, self.groups)
             full = np.ones((len(masks), n), dtype=bool)
             full[:, players] = masks
-            return _expand(full, self.groups)
+            return expand_masks(full, self.groups)
 
         if self.per_row_design:
             masks = [embed(design.masks()) for design in designs]
@@ -452,12 +446,12 @@ class Explainer:
             values = game.evaluate(np.concatenate(masks), rows=np.repeat(rows, sizes))
             per_design = np.split(values, np.cumsum(sizes)[:-1])
         elif every and len(rows) == game.n_rows:
-            per_design = [game.evaluate(_design_masks(designs[0], self.groups))]
+            per_design = [game.evaluate(design_masks(designs[0], self.groups))]
         else:
             masks = embed(designs[0].masks())
             per_row = [game.evaluate(masks, rows=np.full(len(masks), r)) for r in rows]
             per_design = [np.concatenate(per_row, axis=1)]  # [m, rows * k], row-major
-        phis, errors = _estimate(designs, per_design, recipe.proxy, self.cross_fit)
+        phis, errors = estimate_values(designs, per_design, recipe.proxy, self.cross_fit)
         shape = (len(rows), k, n_players)
         return np.stack(phis).reshape(shape), np.stack(errors).reshape(shape), designs, recipe
 
@@ -470,10 +464,10 @@ class Explainer:
             raise InvalidArgumentError(
                 f"masker: {len(names)} player names for {n} players", argument="masker"
             )
-        _check_method(self.method, n)
-        budget = _check_budget(self.budget, self.method, n)
-        raw = RawGame(_linked(function, self.link), n, options=self.options)
-        phi, errors, design, recipe, values = _game_values(
+        check_method(self.method, n)
+        budget = check_budget(self.budget, self.method, n)
+        raw = RawGame(linked(function, self.link), n, options=self.options)
+        phi, errors, design, recipe, values = game_values(
             raw,
             None,
             self.method,
@@ -497,226 +491,3 @@ class Explainer:
             estimator="exact" if design.exact else recipe.name,
             standard_errors=errors[:1] if single else errors.T[None],
         )
-
-
-def _group_rows(varying: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of ``bool[rows, n]``, in lexicographic order, and the index of each
-    row's among them (``np.unique(varying, axis=0, return_inverse=True)``, compared as packed
-    bytes: that builds a record type of ``n`` fields, seconds at ``n = 10**6``).
-
-    Examples
-    --------
-    >>> patterns, of = _group_rows(np.array([[True, False], [False, True], [True, False]]))
-    >>> patterns.tolist(), of.tolist()
-    ([[False, True], [True, False]], [1, 0, 1])
-    """
-    packed = np.ascontiguousarray(np.packbits(varying, axis=1))
-    keys = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
-    _, first, of = np.unique(keys, return_index=True, return_inverse=True)
-    return varying[first], of.ravel()
-
-
-def _identical(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise ``a == b`` (broadcast), also telling 0.0 from -0.0 in float arrays; cells of
-    a mixed frame (object arrays) that cannot be compared count as different."""
-    if a.dtype == object or b.dtype == object:
-        return np.frompyfunc(_same_cell, 2, 1)(a, b).astype(bool)
-    same = np.asarray(a == b, dtype=bool)
-    if a.dtype.kind == "f" and b.dtype.kind == "f":
-        same &= np.signbit(a) == np.signbit(b)
-    return same
-
-
-def _same_cell(a: Any, b: Any) -> bool:
-    """Whether two cells of a mixed frame are the same value (``False`` when undecidable)."""
-    try:
-        return bool(a == b) and not (isinstance(a, float) and np.signbit(a) != np.signbit(b))
-    except (TypeError, ValueError):
-        return False
-
-
-def _linked(function: Callable[[np.ndarray], Any], link: str) -> Callable[[np.ndarray], Any]:
-    """``function`` followed by the link function ``link`` (itself for the identity)."""
-    if link == "identity":
-        return function
-    return lambda masks: apply_link(np.asarray(function(masks), dtype=np.float64), link)
-
-
-def shapley_values(
-    game: Callable[[np.ndarray], Any],
-    n_players: int,
-    *,
-    method: str = AUTO,
-    budget: int = 2048,
-    seed: Seed = 0,
-    batch_size: int | None = None,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    progress: bool = False,
-    paired: bool = True,
-    groups: GroupsArgument | None = None,
-    cross_fit: int | None = None,
-    max_memory: int | None = None,
-) -> np.ndarray:
-    """Shapley values of a game given as a function of coalitions.
-
-    Parameters
-    ----------
-    game
-        ``game(masks: bool[k, n]) -> float[k]`` or ``float[k, rows]`` (several games at once);
-        ``masks[j, i]`` is true when player ``i`` is in coalition ``j``.
-    n_players
-        Number of players ``n``.
-    method, budget, seed, paired, cross_fit, max_memory
-        As for :class:`Explainer`.
-    groups
-        Player groups (a dict name → player indices, or a list of index lists), each one player
-        of the coarser game; ungrouped players stay players of their own, after the groups.
-    batch_size, max_bytes, progress
-        Coalitions per call of ``game`` (by default as many as ``max_bytes`` of masks allow,
-        usually all at once) and a tqdm progress bar, as for :class:`Explainer`.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``[n]`` for a game returning ``[k]``; ``[rows, n]`` for ``[k, rows]``. Each row sums to
-        ``v(N) - v(∅)``.
-
-    Examples
-    --------
-    >>> import numpy as np, ferroshap as fs
-    >>> fs.shapley_values(lambda masks: masks.all(axis=1) * 1.0, 3, method="exact")
-    array([0.33333333, 0.33333333, 0.33333333])
-    """
-    check_callable(game, "game")
-    n_features = check_int(n_players, "n_players", 1)
-    options = QueryOptions.checked(batch_size, max_bytes, progress)
-    grouped = None if groups is None else read_groups(groups, None, n_features)
-    n = n_features if grouped is None else grouped.n_players
-    _check_method(method, n)
-    budget = _check_budget(budget, method, n)
-    cross_fit = check_cross_fit(cross_fit, method)
-    raw = RawGame(game, n_features, options=options)
-    phi, _, _, _, _ = _game_values(
-        raw,
-        grouped,
-        method,
-        budget,
-        check_seed(seed),
-        check_flag(paired, "paired"),
-        cross_fit,
-        max_memory,
-        "shapley_values",
-    )
-    return phi if raw.output_shape else phi[0]
-
-
-def _game_values(
-    raw: RawGame,
-    groups: Groups | None,
-    method: str,
-    budget: int,
-    seed: Seed,
-    paired: bool,
-    cross_fit: int | None,
-    max_memory: int | None,
-    engine: str,
-) -> tuple[np.ndarray, np.ndarray, _core.Design, Recipe, np.ndarray]:
-    """Shapley values ``[R, n]`` of a raw game (on ``groups``' players if given) by ``method``,
-    with their standard errors ``[R, n]``, the design and recipe that produced them and the
-    game's values ``[m, R]`` on the design (row 0 is the empty coalition); ``engine`` names the
-    caller in memory errors."""
-    n = raw.n_players if groups is None else groups.n_players
-    recipe = resolve(method, n, budget, paired)
-    m = memory.planned_coalitions(recipe.planned, n, budget)
-    estimate = memory.sampling_estimate(
-        recipe.planned, n, budget, query=raw.query_bytes(m), proxy=recipe.proxy is not None
-    )
-    memory.check(engine, estimate, max_memory, n=n, budget=budget)
-    (design,) = _plan(recipe.planned, n, budget, draw_seed(seed), paired, [0], method != AUTO)
-    values = raw.evaluate(_design_masks(design, groups))
-    (phi,), (errors,) = _estimate([design], [values], recipe.proxy, cross_fit)
-    return phi, errors, design, recipe, values
-
-
-def _design_masks(design: _core.Design, groups: Groups | None) -> DesignMasks:
-    """The design's coalitions as the game's masks (feature masks with groups), read in
-    chunks."""
-    return DesignMasks(design, None if groups is None else groups.player_of_feature)
-
-
-def _expand(masks: np.ndarray, groups: Groups | None) -> np.ndarray:
-    """Feature masks of player coalitions (the masks themselves without groups)."""
-    return masks if groups is None else groups.expand(masks)
-
-
-def _check_method(method: str, n: int) -> None:
-    check_choice(method, "method", [AUTO, *_core.METHODS, *PROXY_METHODS])
-    if method == "exact" and n > _core.MAX_EXACT_PLAYERS:
-        raise InvalidArgumentError(
-            f"method='exact' enumerates all 2**n coalitions and supports at most "
-            f"{_core.MAX_EXACT_PLAYERS} features; got n={n}",
-            argument="method",
-        )
-
-
-def _check_budget(budget: Any, method: str, n: int) -> int:
-    value = check_int(budget, "budget", 2, BUDGET_LIMIT)
-    if method == "permutation" and value < 2 * n:
-        raise InvalidArgumentError(
-            f"budget must be at least 2n = {2 * n} for method='permutation' with n={n}, "
-            f"got {value}",
-            argument="budget",
-        )
-    return value
-
-
-def _plan(
-    method: str,
-    n: int,
-    budget: int,
-    seed: int,
-    paired: bool,
-    streams: Sequence[int],
-    warn: bool = True,
-) -> list[_core.Design]:
-    """Plan one design per stream; warn once (if ``warn``: not for ``"auto"``, which chooses
-    enumeration knowingly) if the budget made them exact."""
-    designs = [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
-    if warn and any(design.exact_fallback for design in designs):
-        warnings.warn(
-            f"budget ≥ 2^n (budget={budget}, n={n}): computing exact Shapley values by enumeration",
-            UserWarning,
-            stacklevel=3,
-        )
-    return designs
-
-
-def _estimate(
-    designs: Sequence[_core.Design],
-    values: Sequence[np.ndarray],
-    proxy: str | None = None,
-    cross_fit: int | None = None,
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Shapley values ``[R, n]`` per design from its values ``[m, R]``, adjusted by ``proxy``
-    (a method of :data:`PROXY_METHODS`) if given, and their standard errors (``[R, n]`` per
-    design, see ``docs/standard-errors.md``); warn on rank deficiency."""
-    values = [np.ascontiguousarray(v) for v in values]
-    phis = [design.estimate(v) for design, v in zip(designs, values, strict=True)]
-    n = designs[0].n_players
-    ranks = [design.rank() for design in designs]
-    deficient = [rank for rank in ranks if rank is not None and rank < n - 1]
-    if deficient:
-        warnings.warn(
-            f"rank-deficient design (rank {min(deficient)} < n - 1 = {n - 1}): returning the "
-            "minimum-norm solution; increase the budget for reliable values",
-            UserWarning,
-            stacklevel=3,
-        )
-    if proxy is None:
-        errors = [design.standard_errors(v) for design, v in zip(designs, values, strict=True)]
-        return phis, errors
-    adjusted = [
-        adjust_with_errors(proxy, design, v, phi, cross_fit)
-        for design, v, phi in zip(designs, values, phis, strict=True)
-    ]
-    return [phi for phi, _ in adjusted], [error for _, error in adjusted]

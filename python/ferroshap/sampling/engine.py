@@ -1,0 +1,232 @@
+"""The sampling engine on a game: plan a design, evaluate the game on it, estimate.
+
+:func:`shapley_values` explains a raw game; :class:`~ferroshap.sampling.explainer.Explainer`
+runs the same steps (:func:`plan_design`, :func:`game_values`, :func:`estimate_values`) on the
+interventional game of a model.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ferroshap import _core, memory
+from ferroshap.errors import InvalidArgumentError
+from ferroshap.groups import Groups, GroupsArgument, read_groups
+from ferroshap.query.backend import DEFAULT_MAX_BYTES
+from ferroshap.query.games import DesignMasks, RawGame, apply_link
+from ferroshap.query.loop import QueryOptions
+from ferroshap.sampling.auto import AUTO, Recipe, resolve
+from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust_with_errors, check_cross_fit
+from ferroshap.validation import (
+    BUDGET_LIMIT,
+    Seed,
+    check_callable,
+    check_choice,
+    check_flag,
+    check_int,
+    check_seed,
+    draw_seed,
+)
+
+__all__ = [
+    "check_budget",
+    "check_method",
+    "design_masks",
+    "estimate_values",
+    "expand_masks",
+    "game_values",
+    "linked",
+    "plan_design",
+    "shapley_values",
+]
+
+
+def linked(function: Callable[[np.ndarray], Any], link: str) -> Callable[[np.ndarray], Any]:
+    """``function`` followed by the link function ``link`` (itself for the identity)."""
+    if link == "identity":
+        return function
+    return lambda masks: apply_link(np.asarray(function(masks), dtype=np.float64), link)
+
+
+def shapley_values(
+    game: Callable[[np.ndarray], Any],
+    n_players: int,
+    *,
+    method: str = AUTO,
+    budget: int = 2048,
+    seed: Seed = 0,
+    batch_size: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: bool = False,
+    paired: bool = True,
+    groups: GroupsArgument | None = None,
+    cross_fit: int | None = None,
+    max_memory: int | None = None,
+) -> np.ndarray:
+    """Shapley values of a game given as a function of coalitions.
+
+    Parameters
+    ----------
+    game
+        ``game(masks: bool[k, n]) -> float[k]`` or ``float[k, rows]`` (several games at once);
+        ``masks[j, i]`` is true when player ``i`` is in coalition ``j``.
+    n_players
+        Number of players ``n``.
+    method, budget, seed, paired, cross_fit, max_memory
+        As for :class:`Explainer`.
+    groups
+        Player groups (a dict name → player indices, or a list of index lists), each one player
+        of the coarser game; ungrouped players stay players of their own, after the groups.
+    batch_size, max_bytes, progress
+        Coalitions per call of ``game`` (by default as many as ``max_bytes`` of masks allow,
+        usually all at once) and a tqdm progress bar, as for :class:`Explainer`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[n]`` for a game returning ``[k]``; ``[rows, n]`` for ``[k, rows]``. Each row sums to
+        ``v(N) - v(∅)``.
+
+    Examples
+    --------
+    >>> import numpy as np, ferroshap as fs
+    >>> fs.shapley_values(lambda masks: masks.all(axis=1) * 1.0, 3, method="exact")
+    array([0.33333333, 0.33333333, 0.33333333])
+    """
+    check_callable(game, "game")
+    n_features = check_int(n_players, "n_players", 1)
+    options = QueryOptions.checked(batch_size, max_bytes, progress)
+    grouped = None if groups is None else read_groups(groups, None, n_features)
+    n = n_features if grouped is None else grouped.n_players
+    check_method(method, n)
+    budget = check_budget(budget, method, n)
+    cross_fit = check_cross_fit(cross_fit, method)
+    raw = RawGame(game, n_features, options=options)
+    phi, _, _, _, _ = game_values(
+        raw,
+        grouped,
+        method,
+        budget,
+        check_seed(seed),
+        check_flag(paired, "paired"),
+        cross_fit,
+        max_memory,
+        "shapley_values",
+    )
+    return phi if raw.output_shape else phi[0]
+
+
+def game_values(
+    raw: RawGame,
+    groups: Groups | None,
+    method: str,
+    budget: int,
+    seed: Seed,
+    paired: bool,
+    cross_fit: int | None,
+    max_memory: int | None,
+    engine: str,
+) -> tuple[np.ndarray, np.ndarray, _core.Design, Recipe, np.ndarray]:
+    """Shapley values ``[R, n]`` of a raw game (on ``groups``' players if given) by ``method``,
+    with their standard errors ``[R, n]``, the design and recipe that produced them and the
+    game's values ``[m, R]`` on the design (row 0 is the empty coalition); ``engine`` names the
+    caller in memory errors."""
+    n = raw.n_players if groups is None else groups.n_players
+    recipe = resolve(method, n, budget, paired)
+    m = memory.planned_coalitions(recipe.planned, n, budget)
+    estimate = memory.sampling_estimate(
+        recipe.planned, n, budget, query=raw.query_bytes(m), proxy=recipe.proxy is not None
+    )
+    memory.check(engine, estimate, max_memory, n=n, budget=budget)
+    (design,) = plan_design(recipe.planned, n, budget, draw_seed(seed), paired, [0], method != AUTO)
+    values = raw.evaluate(design_masks(design, groups))
+    (phi,), (errors,) = estimate_values([design], [values], recipe.proxy, cross_fit)
+    return phi, errors, design, recipe, values
+
+
+def design_masks(design: _core.Design, groups: Groups | None) -> DesignMasks:
+    """The design's coalitions as the game's masks (feature masks with groups), read in
+    chunks."""
+    return DesignMasks(design, None if groups is None else groups.player_of_feature)
+
+
+def expand_masks(masks: np.ndarray, groups: Groups | None) -> np.ndarray:
+    """Feature masks of player coalitions (the masks themselves without groups)."""
+    return masks if groups is None else groups.expand(masks)
+
+
+def check_method(method: str, n: int) -> None:
+    check_choice(method, "method", [AUTO, *_core.METHODS, *PROXY_METHODS])
+    if method == "exact" and n > _core.MAX_EXACT_PLAYERS:
+        raise InvalidArgumentError(
+            f"method='exact' enumerates all 2**n coalitions and supports at most "
+            f"{_core.MAX_EXACT_PLAYERS} features; got n={n}",
+            argument="method",
+        )
+
+
+def check_budget(budget: Any, method: str, n: int) -> int:
+    value = check_int(budget, "budget", 2, BUDGET_LIMIT)
+    if method == "permutation" and value < 2 * n:
+        raise InvalidArgumentError(
+            f"budget must be at least 2n = {2 * n} for method='permutation' with n={n}, "
+            f"got {value}",
+            argument="budget",
+        )
+    return value
+
+
+def plan_design(
+    method: str,
+    n: int,
+    budget: int,
+    seed: int,
+    paired: bool,
+    streams: Sequence[int],
+    warn: bool = True,
+) -> list[_core.Design]:
+    """Plan one design per stream; warn once (if ``warn``: not for ``"auto"``, which chooses
+    enumeration knowingly) if the budget made them exact."""
+    designs = [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
+    if warn and any(design.exact_fallback for design in designs):
+        warnings.warn(
+            f"budget ≥ 2^n (budget={budget}, n={n}): computing exact Shapley values by enumeration",
+            UserWarning,
+            stacklevel=3,
+        )
+    return designs
+
+
+def estimate_values(
+    designs: Sequence[_core.Design],
+    values: Sequence[np.ndarray],
+    proxy: str | None = None,
+    cross_fit: int | None = None,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Shapley values ``[R, n]`` per design from its values ``[m, R]``, adjusted by ``proxy``
+    (a method of :data:`PROXY_METHODS`) if given, and their standard errors (``[R, n]`` per
+    design, see ``docs/standard-errors.md``); warn on rank deficiency."""
+    values = [np.ascontiguousarray(v) for v in values]
+    phis = [design.estimate(v) for design, v in zip(designs, values, strict=True)]
+    n = designs[0].n_players
+    ranks = [design.rank() for design in designs]
+    deficient = [rank for rank in ranks if rank is not None and rank < n - 1]
+    if deficient:
+        warnings.warn(
+            f"rank-deficient design (rank {min(deficient)} < n - 1 = {n - 1}): returning the "
+            "minimum-norm solution; increase the budget for reliable values",
+            UserWarning,
+            stacklevel=3,
+        )
+    if proxy is None:
+        errors = [design.standard_errors(v) for design, v in zip(designs, values, strict=True)]
+        return phis, errors
+    adjusted = [
+        adjust_with_errors(proxy, design, v, phi, cross_fit)
+        for design, v, phi in zip(designs, values, phis, strict=True)
+    ]
+    return [phi for phi, _ in adjusted], [error for _, error in adjusted]
