@@ -23,7 +23,7 @@ import ferroshap as fs
 from ferroshap import _core
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.bench.metrics import r_squared, relative_l2_error
-from ferroshap.interactions.proxyspex import proxy_threads
+from ferroshap.interactions.proxy import proxy_threads
 
 
 class TimedGame:

@@ -162,7 +162,7 @@ def test_same_result_on_any_number_of_threads() -> None:
 
 
 def test_learning_rate_grows_with_players() -> None:
-    from ferroshap.interactions.proxyspex import proxy_learning_rate, proxy_threads
+    from ferroshap.interactions.proxy import proxy_learning_rate, proxy_threads
 
     rates = [proxy_learning_rate(n) for n in (1, 128, 256, 512, 1024, 4096)]
     assert rates[:2] == [0.1, 0.1] and rates[-2:] == [0.3, 0.3]
@@ -175,14 +175,11 @@ def test_learning_rate_grows_with_players() -> None:
 
 
 def test_blend_of_the_bases_scores_at_least_either_basis_alone() -> None:
-    from ferroshap.interactions.proxyspex import (
-        BLEND_WEIGHTS,
-        DEFAULT_PROXY_PARAMS,
-        SELECTION_BASES,
-        _blend,
-        _blend_weight,
-        _fit_proxy,
-    )
+    from ferroshap.interactions.proxy import DEFAULT_PROXY_PARAMS
+    from ferroshap.interactions.proxy import fit_proxy as _fit_proxy
+    from ferroshap.interactions.surrogate import BLEND_WEIGHTS, SELECTION_BASES
+    from ferroshap.interactions.surrogate import blend as _blend
+    from ferroshap.interactions.surrogate import blend_weight as _blend_weight
     from ferroshap.scores import r_squared
 
     n, soum = 20, SumOfUnanimity.random(20, 15, 3, 0)

@@ -1,25 +1,18 @@
 """ProxySPEX: sparse interactions from a LightGBM proxy of masked model outputs.
 
-Plan → query → estimate (docs/proxyspex.md):
-
-1. **plan** (Rust): ``budget`` distinct uniform random coalitions from the seed, ∅ and N
-   included; the last ``validation_fraction`` of them form the validation split.
-2. **query** (Python): the game on every planned coalition — the only model calls.
-3. **estimate**: a LightGBM regressor on masks → values with early stopping on the validation
-   split (Python); its model text goes to Rust, which reads the trees exactly as a sparse Fourier
-   spectrum and chooses, in the Möbius and in the Fourier basis, how many of the largest
-   coefficients to keep (k by validation R² of training-only fits) and the blend of the two
-   fits that scores best on the validation split. A second proxy is then fitted on every mask
-   (where that is cheap), its top-k terms in each basis are refitted by least squares on every
-   mask subject to the game's values at ∅ and N, blended, and converted to the requested
-   interaction index.
+Plan → query → estimate (docs/proxyspex.md): the core plans ``budget`` distinct uniform random
+coalitions (∅ and N first, the last ``validation_fraction`` for validation); the game is queried
+on every one; a LightGBM proxy (:mod:`ferroshap.interactions.proxy`) is fitted with early
+stopping, the core reads its trees exactly as a sparse Fourier spectrum and chooses, in each
+basis, how many of the largest terms to keep; the final surrogate
+(:mod:`ferroshap.interactions.surrogate`) refits them on every mask, held to the game's values
+at ∅ and N, and gives the requested interaction index.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -32,6 +25,19 @@ from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.interactions.exact import all_masks
+from ferroshap.interactions.proxy import (
+    DEFAULT_PROXY_PARAMS,
+    PARALLEL_CELLS,
+    fit_proxy,
+    proxy_learning_rate,
+    proxy_threads,
+)
+from ferroshap.interactions.surrogate import (
+    SELECTION_BASES,
+    blend_name,
+    blend_weight,
+    refit_blend,
+)
 from ferroshap.maskers.tabular import Baseline, Masker, check_masker, player_names
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
 from ferroshap.query.chunks import fingerprint
@@ -55,40 +61,7 @@ from ferroshap.validation import (
     one_spelling,
 )
 
-__all__ = ["DEFAULT_PROXY_PARAMS", "ProxySPEX", "proxy_learning_rate", "proxy_threads"]
-
-DEFAULT_PROXY_PARAMS: dict[str, Any] = {
-    "objective": "regression",
-    "max_depth": 4,
-    "num_leaves": 6,
-    "min_data_in_leaf": 10,
-    "deterministic": True,
-    "force_col_wise": True,
-    "verbosity": -1,
-}
-"""LightGBM parameters of the proxy (``max_depth`` is raised to ``max_order`` when lower).
-
-Small trees with early stopping: see ``docs/proxyspex.md`` for the measurements behind this
-choice. Unless overridden, ``learning_rate`` is :func:`proxy_learning_rate` of the number of
-players and ``num_threads`` is :func:`proxy_threads`. ``deterministic=True`` with
-``force_col_wise=True`` gives the same trees for any number of threads (each thread builds the
-histograms of whole features), so the proxy stays bit-for-bit reproducible across machines.
-"""
-
-BASE_LEARNING_RATE = 0.1
-"""The proxy's learning rate up to :data:`LEARNING_RATE_PLAYERS` players."""
-
-LEARNING_RATE_PLAYERS = (128, 1024)
-"""From the first to the second player count the learning rate grows from
-:data:`BASE_LEARNING_RATE` to :data:`MAX_LEARNING_RATE`, as a power of ``n``."""
-
-MAX_LEARNING_RATE = 0.3
-
-MAX_PROXY_THREADS = 8
-"""Most LightGBM threads for the proxy (its data are small: more threads stop paying)."""
-
-PARALLEL_CELLS = 2**21
-"""Training masks x players from which the proxy is fitted on several threads."""
+__all__ = ["ProxySPEX"]
 
 REFIT_PROXY_CELLS = PARALLEL_CELLS
 """Masks x players from which the proxy is not fitted a second time on all masks, by default
@@ -121,66 +94,11 @@ SPARSE_RESIDUAL = 0.9
 unless the sparse fit's validation residual (1 - R²) is below this share of the ridge's;
 docs/proxyspex.md, step 7."""
 
-MAX_ROUNDS = 2000
-"""Most boosting rounds; early stopping after 50 rounds without validation improvement."""
-
-EARLY_STOPPING_ROUNDS = 50
-
 MIN_TRAINING = 32
 """Fewest training masks (beyond the validation split) a budget must leave."""
 
 MIN_VALIDATION = 16
 """Fewest validation masks."""
-
-SELECTION_BASES = ("Moebius", "Fourier")
-"""Bases of the two support selections, blended by :data:`BLEND_WEIGHTS`."""
-
-BLEND_WEIGHTS = (1.0, 0.0, 0.75, 0.25, 0.5)
-"""Weights of the Möbius fit in the surrogate ``w * Moebius + (1 - w) * Fourier``; the one whose
-training-only fits score the best validation R² is kept (the first of equals, so a single basis
-wins ties); docs/proxyspex.md, step 5."""
-
-
-def proxy_learning_rate(n: int) -> float:
-    """The proxy's learning rate for ``n`` players: 0.1 up to 128 players, 0.3 from 1 024,
-    and in between ``0.1 * (n / 128) ** 0.528`` (a power of ``n`` joining the two; why:
-    docs/proxyspex.md, step 3).
-
-    Examples
-    --------
-    >>> proxy_learning_rate(64), round(proxy_learning_rate(512), 3), proxy_learning_rate(5000)
-    (0.1, 0.208, 0.3)
-    """
-    low, high = LEARNING_RATE_PLAYERS
-    if n <= low:
-        return BASE_LEARNING_RATE
-    if n >= high:
-        return MAX_LEARNING_RATE
-    power = math.log(MAX_LEARNING_RATE / BASE_LEARNING_RATE) / math.log(high / low)
-    return BASE_LEARNING_RATE * (n / low) ** power
-
-
-def proxy_threads(cells: int) -> int:
-    """LightGBM threads for a proxy fitted on ``cells`` = training masks x players.
-
-    One below :data:`PARALLEL_CELLS` (small fits gain nothing from threads); else the CPUs this
-    process may use that the 1-minute load average leaves idle, counting this process as one,
-    at most 8: a thread that shares its core with a busy process stalls the others
-    (docs/proxyspex.md, step 3). The trees do not depend on the thread count, so neither do
-    the results.
-
-    Examples
-    --------
-    >>> proxy_threads(1000)
-    1
-    """
-    if cells < PARALLEL_CELLS:
-        return 1
-    affinity = getattr(os, "sched_getaffinity", None)
-    cpus = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    idle = cpus - max(0, round(load) - 1)
-    return max(1, min(MAX_PROXY_THREADS, cpus, idle))
 
 
 class ProxySPEX:
@@ -484,7 +402,7 @@ class ProxySPEX:
             "num_threads": proxy_threads(train[0].size),
             **self.proxy_params,
         }
-        booster = _fit_proxy(params, train, validation)
+        booster = fit_proxy(params, train, validation)
         times["seconds_proxy"] = time.perf_counter() - start
         proxy_r2 = r_squared(validation[1], booster.predict(validation[0].astype(np.float64)))
 
@@ -509,7 +427,7 @@ class ProxySPEX:
                 )
             )
             ridge_selection = None if ridge is None else ridge.result()
-        weight, validation_r2 = _blend_weight([s[2] for s in selections], validation[1])
+        weight, validation_r2 = blend_weight([s[2] for s in selections], validation[1])
         penalty = None
         if ridge_selection is not None:
             penalty, ridge_r2, _ = ridge_selection
@@ -527,7 +445,7 @@ class ProxySPEX:
             final = dict(params)
             if "num_threads" not in self.proxy_params:
                 final["num_threads"] = proxy_threads(masks.size)
-            booster = _fit_proxy(final, (masks, values), rounds=rounds)
+            booster = fit_proxy(final, (masks, values), rounds=rounds)
             times["seconds_proxy"] += time.perf_counter() - start
             start = time.perf_counter()
             spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
@@ -540,7 +458,7 @@ class ProxySPEX:
             surrogate = _core.refit_ridge(spectrum, penalty, masks, values, anchors)
             weight = 0.0
         else:
-            surrogate = _refit_blend(spectrum, selections, weight, masks, values, anchors)
+            surrogate = refit_blend(spectrum, selections, weight, masks, values, anchors)
         times["seconds_refit"] += time.perf_counter() - start
         diagnostics = {
             "estimated": True,
@@ -549,7 +467,7 @@ class ProxySPEX:
             "support": sum(1 for key in surrogate.keys() if key),
             "fit": "sparse" if penalty is None else "ridge",
             "ridge_penalty": penalty,
-            "basis": _blend_name(weight),
+            "basis": blend_name(weight),
             "basis_weight": weight,
             "n_trees": trees,
             "refit_proxy": refit_proxy,
@@ -569,86 +487,6 @@ class ProxySPEX:
             diagnostics=diagnostics,
             feature_names=names,
         )
-
-
-def _refit_blend(
-    spectrum: Any,
-    selections: list[tuple[int, float, np.ndarray]],
-    weight: float,
-    masks: np.ndarray,
-    values: np.ndarray,
-    extremes: tuple[float, float] | None,
-) -> Any:
-    """The sparse surrogate: in each basis of :data:`SELECTION_BASES`, the selected number of
-    ``spectrum``'s largest terms refitted by least squares on every mask (subject to the game's
-    ``extremes = (v(∅), v(N))`` when given), blended with the Möbius fit's ``weight`` (a
-    mixture of fits that meet both meets both)."""
-    weights = {SELECTION_BASES[0]: weight, SELECTION_BASES[1]: 1.0 - weight}
-
-    def refit(basis: str, selection: tuple[int, float, np.ndarray]) -> Any:
-        if not weights[basis]:
-            return None
-        return _core.refit_top(spectrum, basis, selection[0], masks, values, extremes)
-
-    with ThreadPoolExecutor(len(SELECTION_BASES)) as pool:
-        fits = dict(zip(SELECTION_BASES, pool.map(refit, SELECTION_BASES, selections), strict=True))
-    return _blend(fits, weights)
-
-
-def _blend_weight(fitted: list[np.ndarray], validation: np.ndarray) -> tuple[float, float]:
-    """The weight of :data:`BLEND_WEIGHTS` on the Möbius fit whose mixture of the training-only
-    validation predictions ``fitted`` (one per basis of :data:`SELECTION_BASES`) scores the best
-    R² (the first of equals, so a single basis wins ties); returns ``(weight, R²)``."""
-    moebius, fourier = fitted
-    scores = [r_squared(validation, w * moebius + (1.0 - w) * fourier) for w in BLEND_WEIGHTS]
-    best = max(range(len(scores)), key=lambda i: (scores[i], -i))
-    return BLEND_WEIGHTS[best], scores[best]
-
-
-def _blend(fits: dict[str, Any], weights: dict[str, float]) -> Any:
-    """``Σ weights[basis] · fits[basis]``: a basis of weight 1 is returned as it is, a mixture
-    is summed in the Fourier basis (a basis of weight 0 may have no fit)."""
-    kept = [(fits[basis], w) for basis, w in weights.items() if w]
-    if len(kept) == 1 and kept[0][1] == 1.0:
-        return kept[0][0]
-    parts = [(fit.to_fourier(), w) for fit, w in kept]
-    keys = [key for part, _ in parts for key in part.keys()]
-    coefficients = np.concatenate([w * part.coefficients() for part, w in parts])
-    return _core.SparseFunction("Fourier", parts[0][0].n_players, keys, coefficients)
-
-
-def _blend_name(weight: float) -> str:
-    """The ``basis`` diagnostic: the single basis, or ``"blend"`` for a mixture of both."""
-    if weight == 1.0:
-        return SELECTION_BASES[0]
-    return SELECTION_BASES[1] if weight == 0.0 else "blend"
-
-
-def _fit_proxy(
-    params: dict[str, Any],
-    train: tuple[np.ndarray, np.ndarray],
-    validation: tuple[np.ndarray, np.ndarray] | None = None,
-    rounds: int = MAX_ROUNDS,
-) -> Any:
-    """LightGBM booster on masks → values: early-stopped on ``validation`` when given, else
-    exactly ``rounds`` rounds."""
-    try:
-        import lightgbm as lgb
-    except ImportError as err:
-        raise ImportError("ProxySPEX needs LightGBM for its proxy: `pip install lightgbm`") from err
-    train_set = lgb.Dataset(train[0].astype(np.float64), train[1], params={"verbosity": -1})
-    stopping: dict[str, Any] = {}
-    if validation is not None:
-        valid_set = train_set.create_valid(validation[0].astype(np.float64), validation[1])
-        stopping = {
-            "valid_sets": [valid_set],
-            "callbacks": [lgb.early_stopping(EARLY_STOPPING_ROUNDS, verbose=False)],
-        }
-    # keep_training_booster skips lgb.train's text round trip of the model; the trees past the
-    # best iteration stay in the booster, and its text and predictions stop at the best one.
-    return lgb.train(
-        params, train_set, num_boost_round=rounds, keep_training_booster=True, **stopping
-    )
 
 
 def _grouped_game(game: Any, groups: Groups) -> Any:

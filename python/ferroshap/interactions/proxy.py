@@ -1,0 +1,123 @@
+"""The LightGBM proxy of ProxySPEX: its parameters, learning rate, threads and fit."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_PROXY_PARAMS",
+    "EARLY_STOPPING_ROUNDS",
+    "MAX_ROUNDS",
+    "PARALLEL_CELLS",
+    "fit_proxy",
+    "proxy_learning_rate",
+    "proxy_threads",
+]
+
+DEFAULT_PROXY_PARAMS: dict[str, Any] = {
+    "objective": "regression",
+    "max_depth": 4,
+    "num_leaves": 6,
+    "min_data_in_leaf": 10,
+    "deterministic": True,
+    "force_col_wise": True,
+    "verbosity": -1,
+}
+"""LightGBM parameters of the proxy (``max_depth`` is raised to ``max_order`` when lower).
+
+Small trees with early stopping: see ``docs/proxyspex.md`` for the measurements behind this
+choice. Unless overridden, ``learning_rate`` is :func:`proxy_learning_rate` of the number of
+players and ``num_threads`` is :func:`proxy_threads`. ``deterministic=True`` with
+``force_col_wise=True`` gives the same trees for any number of threads (each thread builds the
+histograms of whole features), so the proxy stays bit-for-bit reproducible across machines.
+"""
+
+BASE_LEARNING_RATE = 0.1
+"""The proxy's learning rate up to :data:`LEARNING_RATE_PLAYERS` players."""
+
+LEARNING_RATE_PLAYERS = (128, 1024)
+"""From the first to the second player count the learning rate grows from
+:data:`BASE_LEARNING_RATE` to :data:`MAX_LEARNING_RATE`, as a power of ``n``."""
+
+MAX_LEARNING_RATE = 0.3
+
+MAX_PROXY_THREADS = 8
+"""Most LightGBM threads for the proxy (its data are small: more threads stop paying)."""
+
+PARALLEL_CELLS = 2**21
+"""Training masks x players from which the proxy is fitted on several threads."""
+
+MAX_ROUNDS = 2000
+"""Most boosting rounds; early stopping after 50 rounds without validation improvement."""
+
+EARLY_STOPPING_ROUNDS = 50
+
+
+def proxy_learning_rate(n: int) -> float:
+    """The proxy's learning rate for ``n`` players: 0.1 up to 128 players, 0.3 from 1 024,
+    and in between ``0.1 * (n / 128) ** 0.528`` (a power of ``n`` joining the two; why:
+    docs/proxyspex.md, step 3).
+
+    Examples
+    --------
+    >>> proxy_learning_rate(64), round(proxy_learning_rate(512), 3), proxy_learning_rate(5000)
+    (0.1, 0.208, 0.3)
+    """
+    low, high = LEARNING_RATE_PLAYERS
+    if n <= low:
+        return BASE_LEARNING_RATE
+    if n >= high:
+        return MAX_LEARNING_RATE
+    power = math.log(MAX_LEARNING_RATE / BASE_LEARNING_RATE) / math.log(high / low)
+    return BASE_LEARNING_RATE * (n / low) ** power
+
+
+def proxy_threads(cells: int) -> int:
+    """LightGBM threads for a proxy fitted on ``cells`` = training masks x players.
+
+    One below :data:`PARALLEL_CELLS` (small fits gain nothing from threads); else the CPUs this
+    process may use, at most :data:`MAX_PROXY_THREADS` (docs/proxyspex.md, step 3): chosen from
+    the machine, never from its load, so that a call does the same work wherever it runs. The
+    trees do not depend on the thread count, so neither do the results.
+
+    Examples
+    --------
+    >>> proxy_threads(1000)
+    1
+    """
+    if cells < PARALLEL_CELLS:
+        return 1
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    return max(1, min(MAX_PROXY_THREADS, cpus))
+
+
+def fit_proxy(
+    params: dict[str, Any],
+    train: tuple[np.ndarray, np.ndarray],
+    validation: tuple[np.ndarray, np.ndarray] | None = None,
+    rounds: int = MAX_ROUNDS,
+) -> Any:
+    """LightGBM booster on masks → values: early-stopped on ``validation`` when given, else
+    exactly ``rounds`` rounds."""
+    try:
+        import lightgbm as lgb
+    except ImportError as err:
+        raise ImportError("ProxySPEX needs LightGBM for its proxy: `pip install lightgbm`") from err
+    train_set = lgb.Dataset(train[0].astype(np.float64), train[1], params={"verbosity": -1})
+    stopping: dict[str, Any] = {}
+    if validation is not None:
+        valid_set = train_set.create_valid(validation[0].astype(np.float64), validation[1])
+        stopping = {
+            "valid_sets": [valid_set],
+            "callbacks": [lgb.early_stopping(EARLY_STOPPING_ROUNDS, verbose=False)],
+        }
+    # keep_training_booster skips lgb.train's text round trip of the model; the trees past the
+    # best iteration stay in the booster, and its text and predictions stop at the best one.
+    return lgb.train(
+        params, train_set, num_boost_round=rounds, keep_training_booster=True, **stopping
+    )
