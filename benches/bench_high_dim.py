@@ -41,8 +41,8 @@ from ferroshap.bench.protocols import (
     engine_breakdown,
     estimators,
     near_free_problem,
-    to_markdown,
 )
+from ferroshap.bench.report import to_markdown
 from ferroshap.bench.timing import timed
 
 
@@ -74,7 +74,8 @@ def targets(repeat: int) -> list[dict]:
 LARGE = """
 import json, resource, time
 import ferroshap as fs
-from ferroshap.bench.protocols import engine_breakdown, near_free_problem
+from ferroshap.bench.games import near_free_problem
+from ferroshap.bench.protocols import engine_breakdown
 n, budget = 4096, 40000
 model, background, X = near_free_problem(n, 1)
 start, cpu = time.perf_counter(), time.process_time()

@@ -25,8 +25,8 @@ from ferroshap.bench.protocols import (
     ACCURACY_PEERS,
     accuracy,
     summarize_accuracy,
-    to_markdown,
 )
+from ferroshap.bench.report import to_markdown
 from ferroshap.bench.timing import fix_threads
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

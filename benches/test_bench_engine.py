@@ -11,7 +11,7 @@ import pytest
 
 import ferroshap as fs
 from ferroshap import _core
-from ferroshap.bench.protocols import near_free_problem
+from ferroshap.bench.games import near_free_problem
 
 PLAN_CASES = [(100, 4096), (784, 20000)]
 

@@ -17,9 +17,11 @@ import ferroshap as fs
 
 __all__ = [
     "BenchGame",
+    "NearFreeModel",
     "SumOfUnanimity",
     "available_games",
     "make_game",
+    "near_free_problem",
     "random_terms",
 ]
 
@@ -383,3 +385,39 @@ def make_game(name: str, quick: bool = False) -> BenchGame:
             f"games: unknown game {name!r}; expected some of {', '.join(_GAMES)}"
         )
     return _GAMES[name](quick)
+
+
+@dataclass(frozen=True)
+class NearFreeModel:
+    """A model that costs almost nothing: ``f(z) = z @ w + Σ_j z[:, a_j] * z[:, b_j]``.
+
+    Linear plus a few pairwise products, so Shapley values are not trivially linear but the model
+    time is a small fraction of any explainer's time. The product ``z @ w`` is an ``einsum``
+    loop rather than a BLAS call: multithreaded BLAS on many small batches spends its time waking
+    threads (badly so on a loaded 2-core machine), which would make the "near-free" model's cost
+    depend on the batch size and on the load instead of on the rows.
+    """
+
+    weights: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+    @classmethod
+    def make(cls, n: int, n_pairs: int = 5, seed: int = 0) -> NearFreeModel:
+        """A random instance on ``n`` features with ``n_pairs`` disjoint product terms."""
+        rng = np.random.default_rng(seed)
+        features = rng.permutation(n)[: 2 * n_pairs]
+        return cls(rng.normal(size=n), features[:n_pairs], features[n_pairs:])
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        """Model output ``[batch]`` for inputs ``[batch, n]``."""
+        linear = np.einsum("ij,j->i", z, self.weights)
+        return linear + (z[:, self.left] * z[:, self.right]).sum(axis=1)
+
+
+def near_free_problem(
+    n: int, rows: int, seed: int = 0
+) -> tuple[NearFreeModel, np.ndarray, np.ndarray]:
+    """The near-free model on ``n`` features, one baseline row and ``rows`` rows to explain."""
+    rng = np.random.default_rng(seed + 1)
+    return NearFreeModel.make(n, seed=seed), rng.normal(size=(1, n)), rng.normal(size=(rows, n))

@@ -45,7 +45,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -53,9 +52,10 @@ import polars as pl
 import ferroshap as fs
 from ferroshap import _core
 from ferroshap.bench.estimators import ferroshap_estimator, make_estimator
-from ferroshap.bench.games import BenchGame, lightgbm_game
+from ferroshap.bench.games import BenchGame, lightgbm_game, near_free_problem
 from ferroshap.bench.metrics import mean_relative_squared_error
 from ferroshap.bench.peers import PEERS, unavailable_reason
+from ferroshap.bench.report import protocol_report, to_markdown
 from ferroshap.bench.timing import BatchRecorder, TimedModel, fix_threads, model_seconds, timed
 
 #: ferroshap's sampling methods (``exact`` is not run: it stops at 24 players, here n ≥ 30),
@@ -81,40 +81,6 @@ Estimator = Callable[[Model, np.ndarray, np.ndarray, int, int], np.ndarray]
 # --------------------------------------------------------------------------------------------
 # Models and games
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NearFreeModel:
-    """A model that costs almost nothing: ``f(z) = z @ w + Σ_j z[:, a_j] * z[:, b_j]``.
-
-    Linear plus a few pairwise products, so Shapley values are not trivially linear but the model
-    time is a small fraction of any explainer's time. The product ``z @ w`` is an ``einsum``
-    loop rather than a BLAS call: multithreaded BLAS on many small batches spends its time waking
-    threads (badly so on a loaded 2-core machine), which would make the "near-free" model's cost
-    depend on the batch size and on the load instead of on the rows.
-    """
-
-    weights: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-
-    @classmethod
-    def make(cls, n: int, n_pairs: int = 5, seed: int = 0) -> NearFreeModel:
-        """A random instance on ``n`` features with ``n_pairs`` disjoint product terms."""
-        rng = np.random.default_rng(seed)
-        features = rng.permutation(n)[: 2 * n_pairs]
-        return cls(rng.normal(size=n), features[:n_pairs], features[n_pairs:])
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        """Model output ``[batch]`` for inputs ``[batch, n]``."""
-        linear = np.einsum("ij,j->i", z, self.weights)
-        return linear + (z[:, self.left] * z[:, self.right]).sum(axis=1)
-
-
-def near_free_problem(n: int, rows: int, seed: int = 0) -> tuple[NearFreeModel, np.ndarray, Any]:
-    """The near-free model on ``n`` features, one baseline row and ``rows`` rows to explain."""
-    rng = np.random.default_rng(seed + 1)
-    return NearFreeModel.make(n, seed=seed), rng.normal(size=(1, n)), rng.normal(size=(rows, n))
 
 
 # --------------------------------------------------------------------------------------------
@@ -445,22 +411,6 @@ def machine_info() -> dict:
     }
 
 
-def to_markdown(df: pl.DataFrame, digits: int = 4) -> str:
-    """A GitHub-markdown table (list columns left out); floats in ``digits`` significant digits."""
-
-    def cell(value: Any) -> str:
-        if value is None:
-            return ""
-        if isinstance(value, float):
-            return f"{value:.{digits}g}"
-        return str(value)
-
-    df = df.select(name for name, dtype in df.schema.items() if not isinstance(dtype, pl.List))
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.iter_rows()]
-    return "\n".join(lines)
-
-
 def run(name: str, args: argparse.Namespace) -> pl.DataFrame:
     """Run one protocol with the command-line options; returns its summary table."""
     quick = args.quick
@@ -478,72 +428,6 @@ def run(name: str, args: argparse.Namespace) -> pl.DataFrame:
             skip_baselines=args.skip_baselines,
         )
     return lightgbm_end_to_end(repeat=1 if quick else 5)
-
-
-def accuracy_report(summary: pl.DataFrame) -> str:
-    """Markdown: median error, and its ratios to shapiq KernelSHAP and shap, estimator x budget."""
-    order = pl.DataFrame({"estimator": list(estimators())}).with_row_index("order")
-    parts = []
-    titles = {
-        "median_rel_error": "Median relative error",
-        "vs_best_peer": "Ratio to the best peer (shap 0.54 / shapiq 1.8)",
-        "vs_shapiq_kernel": "Ratio to shapiq KernelSHAP",
-        "vs_shap": "Ratio to shap KernelExplainer",
-    }
-    for column, title in titles.items():
-        wide = summary.pivot(on="budget", index="estimator", values=column, sort_columns=True)
-        wide = wide.join(order, on="estimator").sort("order").drop("order")
-        parts.append(f"{title}:\n\n{to_markdown(wide, digits=3)}")
-    spread = summary.with_columns(
-        iqr=pl.format("{} - {}", *(pl.col(q).round_sig_figs(2) for q in ("q25", "q75")))
-    )
-    wide = spread.pivot(on="budget", index="estimator", values="iqr", sort_columns=True)
-    wide = wide.join(order, on="estimator").sort("order").drop("order")
-    parts.append(f"Interquartile range of the error over seeds:\n\n{to_markdown(wide)}")
-    best = summary.filter("best").sort("budget").select("budget", "estimator")
-    parts.append("Best per budget:\n\n" + to_markdown(best))
-    return "\n\n".join(parts)
-
-
-TIMING_COLUMNS = (
-    "engine",
-    "rows_timed",
-    "runs",
-    "seconds",
-    "seconds_per_row",
-    "model_seconds_in_run",
-    "speedup_vs_shap",
-    "speedup_vs_shapiq",
-    "ratio_to_model_alone",
-    "ratio_to_model_in_run",
-    "plan_s",
-    "estimate_first_s",
-    "estimate_again_s",
-)
-
-
-def report(out: Path) -> str:
-    """Markdown tables of every protocol result found in ``out``, with its machine record."""
-    parts = []
-    for name in PROTOCOLS:
-        path = out / f"{name}.parquet"
-        if not path.exists():
-            continue
-        info = json.loads((out / f"{name}.json").read_text())
-        table = pl.read_parquet(path)
-        if name == "accuracy":
-            body = accuracy_report(table)
-        else:
-            body = to_markdown(table.select(c for c in TIMING_COLUMNS if c in table.columns))
-        load = ", ".join(f"{x:.1f}" for x in info["loadavg"])
-        load_end = ", ".join(f"{x:.1f}" for x in info["loadavg_end"])
-        header = (
-            f"### {name}\n\n{info['date']}, {info['cpu_count']} CPUs, threads "
-            f"{info['threads']}, load average {load} at start and {load_end} at end, "
-            f"{info['wall_seconds']:.0f} s wall."
-        )
-        parts.append(f"{header}\n\n{body}")
-    return "\n\n".join(parts) + "\n"
 
 
 PROTOCOLS = ("overhead", "lightgbm", "accuracy", "high-dim")
@@ -577,7 +461,7 @@ def main(argv: Sequence[str] | None = None, default_out: Path = Path("results"))
     fix_threads()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.protocol == "report":
-        print(report(args.out), end="")
+        print(protocol_report(args.out, PROTOCOLS, list(estimators())), end="")
         return
     warnings.filterwarnings("ignore", category=FutureWarning)
     for name in PROTOCOLS if args.protocol == "all" else (args.protocol,):

@@ -1,11 +1,16 @@
-"""Human-readable output of a benchmark: a text table and an error-versus-budget plot."""
+"""Human-readable output of a benchmark: text and markdown tables, and an error-versus-budget
+plot."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["format_table", "plot_summary"]
+import polars as pl
+
+__all__ = ["accuracy_report", "format_table", "plot_summary", "protocol_report", "to_markdown"]
 
 
 def format_table(summary: Any) -> str:
@@ -69,3 +74,87 @@ def plot_summary(summary: Any, path: str | Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def to_markdown(df: pl.DataFrame, digits: int = 4) -> str:
+    """A GitHub-markdown table (list columns left out); floats in ``digits`` significant digits."""
+
+    def cell(value: Any) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, float):
+            return f"{value:.{digits}g}"
+        return str(value)
+
+    df = df.select(name for name, dtype in df.schema.items() if not isinstance(dtype, pl.List))
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.iter_rows()]
+    return "\n".join(lines)
+
+
+def accuracy_report(summary: pl.DataFrame, order: Sequence[str]) -> str:
+    """Markdown: median error, and its ratios to shapiq KernelSHAP and shap, estimator x budget;
+    ``order`` lists the estimators in the order of the rows."""
+    order = pl.DataFrame({"estimator": list(order)}).with_row_index("order")
+    parts = []
+    titles = {
+        "median_rel_error": "Median relative error",
+        "vs_best_peer": "Ratio to the best peer (shap 0.54 / shapiq 1.8)",
+        "vs_shapiq_kernel": "Ratio to shapiq KernelSHAP",
+        "vs_shap": "Ratio to shap KernelExplainer",
+    }
+    for column, title in titles.items():
+        wide = summary.pivot(on="budget", index="estimator", values=column, sort_columns=True)
+        wide = wide.join(order, on="estimator").sort("order").drop("order")
+        parts.append(f"{title}:\n\n{to_markdown(wide, digits=3)}")
+    spread = summary.with_columns(
+        iqr=pl.format("{} - {}", *(pl.col(q).round_sig_figs(2) for q in ("q25", "q75")))
+    )
+    wide = spread.pivot(on="budget", index="estimator", values="iqr", sort_columns=True)
+    wide = wide.join(order, on="estimator").sort("order").drop("order")
+    parts.append(f"Interquartile range of the error over seeds:\n\n{to_markdown(wide)}")
+    best = summary.filter("best").sort("budget").select("budget", "estimator")
+    parts.append("Best per budget:\n\n" + to_markdown(best))
+    return "\n\n".join(parts)
+
+
+TIMING_COLUMNS = (
+    "engine",
+    "rows_timed",
+    "runs",
+    "seconds",
+    "seconds_per_row",
+    "model_seconds_in_run",
+    "speedup_vs_shap",
+    "speedup_vs_shapiq",
+    "ratio_to_model_alone",
+    "ratio_to_model_in_run",
+    "plan_s",
+    "estimate_first_s",
+    "estimate_again_s",
+)
+
+
+def protocol_report(out: Path, protocols: Sequence[str], order: Sequence[str]) -> str:
+    """Markdown tables of the results of ``protocols`` found in ``out``, each with its machine
+    record; accuracy rows follow the estimator ``order``."""
+    parts = []
+    for name in protocols:
+        path = out / f"{name}.parquet"
+        if not path.exists():
+            continue
+        info = json.loads((out / f"{name}.json").read_text())
+        table = pl.read_parquet(path)
+        if name == "accuracy":
+            body = accuracy_report(table, order)
+        else:
+            body = to_markdown(table.select(c for c in TIMING_COLUMNS if c in table.columns))
+        load = ", ".join(f"{x:.1f}" for x in info["loadavg"])
+        load_end = ", ".join(f"{x:.1f}" for x in info["loadavg_end"])
+        header = (
+            f"### {name}\n\n{info['date']}, {info['cpu_count']} CPUs, threads "
+            f"{info['threads']}, load average {load} at start and {load_end} at end, "
+            f"{info['wall_seconds']:.0f} s wall."
+        )
+        parts.append(f"{header}\n\n{body}")
+    return "\n\n".join(parts) + "\n"
