@@ -24,16 +24,17 @@ from ferroshap.query.models import resolve_model
 from ferroshap.results.explanation import Explanation
 from ferroshap.sampling.auto import AUTO, Recipe, resolve
 from ferroshap.sampling.engine import (
+    NullPlayers,
     check_budget,
     check_method,
     design_masks,
     estimate_values,
     expand_masks,
     game_values,
+    group_rows,
     linked,
     plan_design,
 )
-from ferroshap.sampling.null_players import NullPlayers, group_rows
 from ferroshap.sampling.proxy_adjusted import check_cross_fit
 from ferroshap.validation import (
     BUDGET_LIMIT,
