@@ -1,7 +1,7 @@
 """Ctrl-C interrupts the compiled core within a second and leaves the process usable.
 
 Each test starts a call whose compiled part runs for seconds, sends SIGINT to the process from a
-timer thread half a second in, and checks that ``KeyboardInterrupt`` arrives within a second of
+timer thread a fifth of a second in, and checks that ``KeyboardInterrupt`` arrives within a second of
 the signal and that a small call of the same kind succeeds afterwards.
 """
 
@@ -30,7 +30,7 @@ pytestmark = [
 ]
 
 #: Seconds from the start of the call to the signal, and the most the interrupt may take.
-DELAY, WITHIN = 0.5, 1.0
+DELAY, WITHIN = 0.2, 1.0
 
 
 def interrupt_latency(call: Callable[[], Any]) -> float:
@@ -109,7 +109,7 @@ def test_tree_extraction_is_interruptible(big_model: tuple[str, int, Any, Any]) 
 
 
 def test_sketch_decoding_is_interruptible() -> None:
-    plan = _core.sketch_plan(4, 40, 500_000, 0)
+    plan = _core.sketch_plan(4, 40, 2_000_000, 0)
     queries = plan.queries()
     noise = np.random.default_rng(2).normal(size=len(queries))
     values = (queries[:, :5].sum(1) % 3).astype(float) + 0.5 * noise
@@ -133,5 +133,29 @@ def test_proxyspex_selection_is_interruptible(big_model: tuple[str, int, Any, An
         latency = interrupt_latency(select)
         print(f"interrupted {latency:.3f} s after SIGINT")
         assert latency < 4 * WITHIN
+    k, _, _ = _core.select_support(spectrum, "Fourier", masks[:40], values[:40], *validation)
+    assert k >= 1
+
+
+def test_core_calls_on_worker_threads_stop_with_the_main_thread(
+    big_model: tuple[str, int, Any, Any],
+) -> None:
+    """ProxySPEX runs its selections on a thread pool, where no signal arrives: Ctrl-C in the
+    main thread, waiting for them, tells them to stop (``_core.interrupt``), so the interrupt
+    takes a poll of theirs, not their whole run."""
+    from ferroshap.interactions.surrogate import in_threads
+
+    text, n, masks, values = big_model
+    spectrum = _core.lightgbm_fourier(text, n)
+    train = (masks[:2400], values[:2400])
+    validation = (masks[2400:], values[2400:])
+    calls = [
+        lambda: _core.select_support(spectrum, "Fourier", *train, *validation),
+        lambda: _core.select_support(spectrum, "Moebius", *train, *validation),
+        lambda: _core.select_ridge(spectrum, *train, *validation),
+    ]
+    latency = interrupt_latency(lambda: in_threads(calls))
+    print(f"interrupted {latency:.3f} s after SIGINT")
+    assert latency < 4 * WITHIN  # the same single-call steps as above bound it
     k, _, _ = _core.select_support(spectrum, "Fourier", masks[:40], values[:40], *validation)
     assert k >= 1

@@ -20,6 +20,7 @@ __all__ = [
     "__version__",
     "exact_interactions",
     "fill_masked_inputs",
+    "interrupt",
     "lightgbm_fourier",
     "moebius_transform",
     "plan",
@@ -32,6 +33,11 @@ __all__ = [
 ]
 
 __version__: str
+
+def interrupt() -> None:
+    """Stop every compiled-core call running on any thread: each raises ``KeyboardInterrupt``
+    within a poll (~50 ms of its work). Signals reach Python's main thread only; a call running
+    on a worker thread learns of Ctrl-C this way (calls on the main thread see it themselves)."""
 
 # --- the sampling engine: designs and plan (rust/python/src/sampling.rs) ---
 

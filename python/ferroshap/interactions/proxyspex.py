@@ -16,7 +16,6 @@ import numbers
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,7 @@ from ferroshap.interactions.surrogate import (
     SELECTION_BASES,
     blend_name,
     blend_weight,
+    in_threads,
     refit_blend,
 )
 from ferroshap.maskers.tabular import Baseline, Masker, check_masker, player_names
@@ -414,19 +414,13 @@ class ProxySPEX:
         # short of data: the proxy's ranking is uncertain, and a second fit or a ridge is cheap
         short = masks.size < REFIT_PROXY_CELLS and proxy_r2 < REFIT_PROXY_R2
         try_ridge = self.ridge or (self.ridge is None and short)
-        with ThreadPoolExecutor(len(SELECTION_BASES) + 1) as pool:  # the core releases the GIL
-            ridge = (
-                pool.submit(_core.select_ridge, spectrum, *train, *validation)
-                if try_ridge
-                else None
-            )
-            selections = list(
-                pool.map(
-                    lambda basis: _core.select_support(spectrum, basis, *train, *validation),
-                    SELECTION_BASES,
-                )
-            )
-            ridge_selection = None if ridge is None else ridge.result()
+        calls: list[Callable[[], Any]] = [
+            lambda basis=basis: _core.select_support(spectrum, basis, *train, *validation)
+            for basis in SELECTION_BASES
+        ]
+        if try_ridge:
+            calls.append(lambda: _core.select_ridge(spectrum, *train, *validation))
+        *selections, ridge_selection = [*in_threads(calls), *([] if try_ridge else [None])]
         weight, validation_r2 = blend_weight([s[2] for s in selections], validation[1])
         penalty = None
         if ridge_selection is not None:

@@ -3,15 +3,29 @@ their blend."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ferroshap import _core
 from ferroshap.scores import r_squared
 
-__all__ = ["BLEND_WEIGHTS", "SELECTION_BASES", "blend", "blend_name", "blend_weight", "refit_blend"]
+__all__ = [
+    "BLEND_WEIGHTS",
+    "SELECTION_BASES",
+    "blend",
+    "blend_name",
+    "blend_weight",
+    "in_threads",
+    "refit_blend",
+]
+
+T = TypeVar("T")
+
+SIGNAL_POLL_SECONDS = 0.05
+"""How often :func:`in_threads` wakes to let Python run its signal handlers."""
 
 SELECTION_BASES = ("Moebius", "Fourier")
 """Bases of the two support selections, blended by :data:`BLEND_WEIGHTS`."""
@@ -41,9 +55,31 @@ def refit_blend(
             return None
         return _core.refit_top(spectrum, basis, selection[0], masks, values, extremes)
 
-    with ThreadPoolExecutor(len(SELECTION_BASES)) as pool:
-        fits = dict(zip(SELECTION_BASES, pool.map(refit, SELECTION_BASES, selections), strict=True))
-    return blend(fits, weights)
+    calls = [
+        lambda basis=basis, selection=selection: refit(basis, selection)
+        for basis, selection in zip(SELECTION_BASES, selections, strict=True)
+    ]
+    return blend(dict(zip(SELECTION_BASES, in_threads(calls), strict=True)), weights)
+
+
+def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """The results of ``calls`` (compiled-core calls, which release the GIL), run side by side
+    on a thread pool.
+
+    Ctrl-C reaches Python's main thread only, which waits here: on it the core calls still
+    running on the pool are told to stop (:func:`ferroshap._core.interrupt`), so the pool shuts
+    down within a poll of theirs instead of when they finish.
+    """
+    with ThreadPoolExecutor(len(calls)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        try:
+            pending = set(futures)
+            while pending:  # wake often: the kernel may hand SIGINT to any thread
+                pending = wait(pending, timeout=SIGNAL_POLL_SECONDS).not_done
+            return [future.result() for future in futures]
+        except KeyboardInterrupt:
+            _core.interrupt()
+            raise
 
 
 def blend_weight(fitted: list[np.ndarray], validation: np.ndarray) -> tuple[float, float]:

@@ -2,6 +2,7 @@
 //! runner that keeps long core calls interruptible by Ctrl-C.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::time::Duration;
 
@@ -12,6 +13,18 @@ use pyo3::types::PyDict;
 
 /// How often the calling thread runs Python's signal handlers while the core works.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// How many interrupts this process has seen: every running [`interruptible`] call, on any
+/// thread, stops once it changes. Signals reach Python's main thread only, so a core call on a
+/// worker thread learns of Ctrl-C through this count ([`interrupt`], or a main-thread call's
+/// own signal check).
+static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+
+/// Stops every core call running on any thread (they raise `KeyboardInterrupt`); see `_core.pyi`.
+#[pyfunction]
+pub fn interrupt() {
+    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+}
 
 /// Runs `work` with the GIL released and returns its result, or the exception a signal handler
 /// raised meanwhile (`KeyboardInterrupt` on Ctrl-C).
@@ -27,6 +40,7 @@ pub fn interruptible<T: Send>(
     work: impl FnOnce(&Cancel) -> Result<T, CoreError> + Send,
 ) -> PyResult<T> {
     let cancel = Cancel::new();
+    let epoch = INTERRUPTS.load(Ordering::SeqCst);
     let (outcome, raised) = py.detach(|| {
         std::thread::scope(|scope| {
             let (done, finished) = channel();
@@ -42,7 +56,13 @@ pub fn interruptible<T: Send>(
                     Ok(outcome) => return (outcome, None),
                     Err(RecvTimeoutError::Disconnected) => return (stopped(), None),
                     Err(RecvTimeoutError::Timeout) => {
-                        if let Err(raised) = Python::attach(|py| py.check_signals()) {
+                        let raised = Python::attach(|py| py.check_signals()).err().or_else(|| {
+                            (INTERRUPTS.load(Ordering::SeqCst) != epoch).then(|| {
+                                PyKeyboardInterrupt::new_err("interrupted on another thread")
+                            })
+                        });
+                        if let Some(raised) = raised {
+                            interrupt();
                             cancel.cancel();
                             return (finished.recv().unwrap_or_else(|_| stopped()), Some(raised));
                         }

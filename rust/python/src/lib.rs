@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(errors::interrupt, m)?)?;
     sampling::register(m)?;
     masking::register(m)?;
     interactions::register(m)?;

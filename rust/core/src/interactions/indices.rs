@@ -9,6 +9,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::cancel::Cancel;
 use crate::coalitions::binomial_f64;
 use crate::error::{CoreError, Result};
 use crate::interactions::function::{for_each_subset, par_accumulate, Basis, Key, SparseFunction};
@@ -173,17 +174,29 @@ fn check_order(key: &Key) -> Result<()> {
 
 /// The same function in the Möbius basis: `m(S) = (−2)^{|S|} Σ_{K ⊇ S} F(K)`.
 pub fn to_moebius(f: &SparseFunction) -> Result<SparseFunction> {
-    match f.basis() {
-        Basis::Moebius => Ok(f.clone()),
-        Basis::Fourier => change_basis(f, Basis::Moebius, |s| (-2.0f64).powi(s as i32)),
-    }
+    to_basis(f, Basis::Moebius, Cancel::never())
 }
 
 /// The same function in the Fourier basis: `F(K) = (−1)^{|K|} Σ_{S ⊇ K} m(S) / 2^{|S|}`.
 pub fn to_fourier(f: &SparseFunction) -> Result<SparseFunction> {
-    match f.basis() {
-        Basis::Fourier => Ok(f.clone()),
-        Basis::Moebius => change_basis(f, Basis::Fourier, |s| if s % 2 == 0 { 1.0 } else { -1.0 }),
+    to_basis(f, Basis::Fourier, Cancel::never())
+}
+
+/// The same function in `basis` ([`to_moebius`], [`to_fourier`]), polling `cancel` at every key
+/// (a key of order `s` spreads into `2^s` subsets: deep trees make this a long step).
+pub fn to_basis(f: &SparseFunction, basis: Basis, cancel: &Cancel) -> Result<SparseFunction> {
+    match (f.basis(), basis) {
+        (from, to) if from == to => Ok(f.clone()),
+        (_, Basis::Moebius) => {
+            change_basis(f, Basis::Moebius, cancel, |s| (-2.0f64).powi(s as i32))
+        }
+        (_, Basis::Fourier) => change_basis(f, Basis::Fourier, cancel, |s| {
+            if s % 2 == 0 {
+                1.0
+            } else {
+                -1.0
+            }
+        }),
     }
 }
 
@@ -193,9 +206,11 @@ pub fn to_fourier(f: &SparseFunction) -> Result<SparseFunction> {
 fn change_basis(
     f: &SparseFunction,
     target: Basis,
+    cancel: &Cancel,
     subset_factor: impl Fn(usize) -> f64 + Sync,
 ) -> Result<SparseFunction> {
     let acc = par_accumulate(f.terms(), KEY_BLOCK, |(key, c), acc| {
+        cancel.check()?;
         check_order(key)?;
         let scaled = match target {
             Basis::Moebius => *c,

@@ -16,7 +16,7 @@ use crate::cancel::Cancel;
 use crate::coalitions::{full_mask, words_for, CoalitionMatrix};
 use crate::error::{CoreError, Result};
 use crate::interactions::function::{Basis, Key, SparseFunction};
-use crate::interactions::indices::{to_fourier, to_moebius};
+use crate::interactions::indices::to_basis;
 use crate::sampling::design::CoalitionSet;
 
 /// Random stream of the ProxySPEX plan within a seed.
@@ -284,11 +284,9 @@ pub(crate) fn ranked_terms(
     spectrum: &SparseFunction,
     basis: Basis,
     limit: usize,
+    cancel: &Cancel,
 ) -> Result<Vec<(Key, f64)>> {
-    let f = match basis {
-        Basis::Moebius => to_moebius(spectrum)?,
-        Basis::Fourier => to_fourier(spectrum)?,
-    };
+    let f = to_basis(spectrum, basis, cancel)?;
     let mut ranked: Vec<(&Key, f64)> = f
         .terms()
         .iter()
@@ -305,10 +303,15 @@ pub(crate) fn ranked_terms(
 
 /// Keys of `spectrum` in `basis`, ∅ first, then the others by decreasing |coefficient| (ties
 /// by key order), at most `limit` non-empty ones.
-fn ranked_keys(spectrum: &SparseFunction, basis: Basis, limit: usize) -> Result<Vec<Key>> {
+fn ranked_keys(
+    spectrum: &SparseFunction,
+    basis: Basis,
+    limit: usize,
+    cancel: &Cancel,
+) -> Result<Vec<Key>> {
     let mut keys = vec![Key::empty()];
     keys.extend(
-        ranked_terms(spectrum, basis, limit)?
+        ranked_terms(spectrum, basis, limit, cancel)?
             .into_iter()
             .map(|(k, _)| k),
     );
@@ -362,7 +365,7 @@ pub fn select_support(
     let n = spectrum.n_players();
     check_split(&train, &validation, n)?;
     let limit = MAX_SUPPORT.min(train.rows() / 2).max(1);
-    let keys = ranked_keys(spectrum, basis, limit)?;
+    let keys = ranked_keys(spectrum, basis, limit, cancel)?;
     let (keys, r) = independent_fit(keys, basis, &train, n, cancel)?;
     let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
     let val_design = design(&keys, basis, &validation, n);
@@ -424,7 +427,7 @@ pub fn refit_top(
             ),
         ));
     }
-    let keys = ranked_keys(spectrum, basis, support)?;
+    let keys = ranked_keys(spectrum, basis, support, cancel)?;
     let (keys, r) = independent_fit(keys, basis, &samples, n, cancel)?;
     let z = Mat::from_fn(keys.len(), 1, |i, _| r[(i, keys.len())]);
     let mut beta = back_substitute(&r, &z, keys.len());

@@ -55,9 +55,9 @@ struct ScaledDesign {
 }
 
 impl ScaledDesign {
-    fn new(spectrum: &SparseFunction, samples: &Samples<'_>) -> Result<Self> {
+    fn new(spectrum: &SparseFunction, samples: &Samples<'_>, cancel: &Cancel) -> Result<Self> {
         let n = spectrum.n_players();
-        let terms = ranked_terms(spectrum, Basis::Fourier, MAX_RIDGE_TERMS)?;
+        let terms = ranked_terms(spectrum, Basis::Fourier, MAX_RIDGE_TERMS, cancel)?;
         let top = terms.first().map_or(1.0, |t| t.1);
         let (keys, scales): (Vec<Key>, Vec<f64>) =
             terms.into_iter().map(|(k, c)| (k, c / top)).unzip();
@@ -133,7 +133,7 @@ pub fn select_ridge(
 ) -> Result<RidgeSelection> {
     let n = spectrum.n_players();
     check_split(&train, &validation, n)?;
-    let d = ScaledDesign::new(spectrum, &train)?;
+    let d = ScaledDesign::new(spectrum, &train, cancel)?;
     cancel.check()?;
     let val_z = d.scaled(&design(&d.keys, Basis::Fourier, &validation, n));
     cancel.check()?;
@@ -228,7 +228,7 @@ pub fn refit_ridge(
     if let Some(e) = &extremes {
         e.check()?;
     }
-    let d = ScaledDesign::new(spectrum, &samples)?;
+    let d = ScaledDesign::new(spectrum, &samples, cancel)?;
     cancel.check()?;
     let rows = samples.rows() as f64;
     // rows of ∅ and N in the scaled, centred design (as many as can be held)
@@ -353,7 +353,7 @@ mod tests {
             empty: -3.0,
             full: 5.0,
         };
-        let top = ranked_terms(&f, Basis::Fourier, MAX_RIDGE_TERMS).unwrap();
+        let top = ranked_terms(&f, Basis::Fourier, MAX_RIDGE_TERMS, Cancel::never()).unwrap();
         // primal (120 rows > 4 terms) and dual (3 rows < 4 terms)
         for (rows, penalty) in [(120u64, 0.3), (3, 0.05)] {
             let (masks, mut values) = sample(&f, n, rows, 9);
