@@ -1,8 +1,8 @@
 """Ctrl-C interrupts the compiled core within a second and leaves the process usable.
 
 Each test starts a call whose compiled part runs for seconds, sends SIGINT to the process from a
-timer thread a fifth of a second in, and checks that ``KeyboardInterrupt`` arrives within a second of
-the signal and that a small call of the same kind succeeds afterwards.
+timer thread a fifth of a second in, and checks that ``KeyboardInterrupt`` arrives within a second
+of the signal and that a small call of the same kind succeeds afterwards.
 """
 
 from __future__ import annotations
