@@ -165,13 +165,12 @@ class ProxySPEX:
         sparse fit is clearly better on the validation split (:data:`SPARSE_RESIDUAL`);
         ``True`` always uses it, ``False`` never. ``iv.diagnostics["fit"]`` says which ran.
     efficient
-        Fit the final surrogate ``f`` subject to ``f(∅) = v(∅)`` and ``f(N) = v(N)`` (default),
-        so that the Shapley values and the efficient indices (``k-SII``, ``STII``, ``FSII``) sum
-        to the game's ``v(N) - v(∅)``. Where ∅ or N lies far from the uniform masks (text under
-        a transformer) the constraints bend the sparse surrogate and cost faithfulness on the
-        uniform masks; ``False`` fits the uniform masks alone, the values then summing to the
-        surrogate's ``f(N) - f(∅)`` (``iv.diagnostics["efficiency_gap"]`` reports the
-        difference). See docs/proxyspex.md for the measurements.
+        Shapley values that sum to the game's ``v(N) - v(∅)`` (default): the final fit is held
+        to ``f(∅) = v(∅)`` and ``f(N) = v(N)`` (so the efficient indices ``k-SII``, ``STII``,
+        ``FSII`` sum to it too); where ∅ or N is an outlier (text under a transformer) the plain
+        fit is corrected at ∅ and N alone (``iv.corners``), keeping its faithfulness elsewhere.
+        ``False``: the values sum to the surrogate's ``f(N) - f(∅)``
+        (``iv.diagnostics["efficiency_gap"]``). Measurements: docs/proxyspex.md, step 8.
 
     Examples
     --------
@@ -446,13 +445,19 @@ class ProxySPEX:
             times["seconds_extraction"] += time.perf_counter() - start
 
         start = time.perf_counter()
-        # held to v(∅) and v(N), whether they were fitted as rows or not: efficient values
-        anchors = (float(extremes[1][0]), float(extremes[1][1])) if self.efficient else None
+        # efficient values: held to v(∅) and v(N) where they are ordinary values; an outlier
+        # would bend the sparse fit, so the plain fit is corrected at ∅ and N alone (step 8)
+        game_corners = (float(extremes[1][0]), float(extremes[1][1]))
+        held = self.efficient and bool(kept.all())
+        anchors = game_corners if held else None
         if penalty is not None:
             surrogate = _core.refit_ridge(spectrum, penalty, masks, values, anchors)
             weight = 0.0
         else:
             surrogate = refit_blend(spectrum, selections, weight, masks, values, anchors)
+        fitted_corners = surrogate.evaluate(extremes[0])
+        missing = tuple(np.subtract(game_corners, fitted_corners).tolist())
+        corners = missing if self.efficient and not held else (0.0, 0.0)
         times["seconds_refit"] += time.perf_counter() - start
         diagnostics = {
             "estimated": True,
@@ -467,8 +472,9 @@ class ProxySPEX:
             "refit_proxy": refit_proxy,
             "extremes_fitted": tuple(kept.tolist()),
             "efficiency_gap": float(
-                np.diff(extremes[1])[0] - np.diff(surrogate.evaluate(extremes[0]))[0]
+                np.diff(extremes[1])[0] - np.diff(fitted_corners)[0] - (corners[1] - corners[0])
             ),
+            "corners": corners,
             "learning_rate": params["learning_rate"],
             "proxy_terms": len(spectrum),
             **times,
@@ -480,6 +486,7 @@ class ProxySPEX:
             n_evaluations=planned,
             diagnostics=diagnostics,
             feature_names=names,
+            corners=corners,
         )
 
 

@@ -56,6 +56,13 @@ class Interactions:
         How the estimate was made (ProxySPEX: validation R², support size, timings, ...).
     feature_names : list[str] or None
         Player names, when known.
+    corners : tuple[float, float]
+        ``(v(∅) - f(∅), v(N) - f(N))``: where the sparse surrogate ``f`` is not fitted to the
+        game's values at the empty and the full coalition (ProxySPEX, when they are outliers),
+        the surrogate is corrected at those two coalitions only. :meth:`shapley_values`,
+        :meth:`predict`, ``base_values`` and the ``SV`` values include the correction (each
+        player gets ``((v(N) - f(N)) - (v(∅) - f(∅))) / n``, the Shapley value of a game that is
+        non-zero at ∅ and N only); other indices are the sparse surrogate's. ``(0, 0)`` otherwise.
 
     Examples
     --------
@@ -76,6 +83,7 @@ class Interactions:
     n_evaluations: int
     diagnostics: dict[str, Any] = field(default_factory=dict)
     feature_names: list[str] | None = None
+    corners: tuple[float, float] = (0.0, 0.0)
 
     @classmethod
     def from_surrogate(
@@ -86,12 +94,18 @@ class Interactions:
         n_evaluations: int,
         diagnostics: dict[str, Any] | None = None,
         feature_names: Sequence[str] | None = None,
+        corners: tuple[float, float] = (0.0, 0.0),
     ) -> Interactions:
-        """Values of ``index`` up to ``max_order`` of a sparse surrogate (closed forms)."""
+        """Values of ``index`` up to ``max_order`` of a sparse surrogate (closed forms), with
+        the surrogate's ``corners`` correction at ∅ and N (see :attr:`corners`)."""
         keys, values, baseline, order = surrogate.interactions(index, max_order)
+        share = (corners[1] - corners[0]) / surrogate.n_players
+        table = dict(zip(keys, values.tolist(), strict=True))
+        if index == "SV" and share:
+            table = {(i,): table.get((i,), 0.0) + share for i in range(surrogate.n_players)}
         return cls(
-            values=dict(zip(keys, values.tolist(), strict=True)),
-            base_values=np.array([float(baseline)]),
+            values=table,
+            base_values=np.array([float(baseline) + corners[0]]),
             index=index,
             max_order=order,
             n_players=surrogate.n_players,
@@ -99,6 +113,7 @@ class Interactions:
             n_evaluations=n_evaluations,
             diagnostics=dict(diagnostics or {}),
             feature_names=None if feature_names is None else list(feature_names),
+            corners=(float(corners[0]), float(corners[1])),
         )
 
     def __len__(self) -> int:
@@ -129,14 +144,21 @@ class Interactions:
     def shapley_values(self) -> np.ndarray:
         """Shapley values ``[n_players]`` of the whole surrogate (not of the truncated values).
 
-        They sum to ``v(N) - v(∅)`` of the surrogate (ProxySPEX holds it to the game's values
-        at ∅ and N unless ``efficient=False``).
+        They sum to ``v(N) - v(∅)`` of the surrogate with its :attr:`corners` (ProxySPEX makes
+        that the game's unless ``efficient=False``).
         """
-        return self.surrogate.shapley_values()
+        share = (self.corners[1] - self.corners[0]) / self.n_players
+        return self.surrogate.shapley_values() + share
 
     def predict(self, masks: Any) -> np.ndarray:
-        """The surrogate's values on the coalitions ``masks: bool[m, n_players]``."""
-        return self.surrogate.evaluate(_check_masks(masks, self.n_players))
+        """The surrogate's values on the coalitions ``masks: bool[m, n_players]`` (with its
+        :attr:`corners` at ∅ and N)."""
+        masks = _check_masks(masks, self.n_players)
+        fitted = self.surrogate.evaluate(masks)
+        if self.corners != (0.0, 0.0):
+            fitted = fitted + np.where(~masks.any(axis=1), self.corners[0], 0.0)
+            fitted = fitted + np.where(masks.all(axis=1), self.corners[1], 0.0)
+        return fitted
 
     def faithfulness(self, game: Callable[[np.ndarray], Any], masks: Any) -> float:
         """R² of the surrogate against ``game`` on the coalitions ``masks`` (held-out masks).
@@ -158,7 +180,7 @@ class Interactions:
             raise InvalidArgumentError(
                 f"game must return one value per mask for faithfulness, got shape {values.shape}"
             )
-        return r_squared(values[:, 0], self.surrogate.evaluate(masks))
+        return r_squared(values[:, 0], self.predict(masks))
 
     def to_shapiq(self) -> Any:
         """A ``shapiq.InteractionValues`` (shapiq ≥ 1.3), with ``()`` holding the baseline.
