@@ -162,3 +162,25 @@ def test_refit_ridge_is_the_equality_constrained_proxy_scaled_ridge(rows: int) -
         fit.evaluate(probe), fourier_design(columns, probe) @ beta, atol=1e-8
     )
     np.testing.assert_allclose(fit.evaluate(corners(n)), extremes, atol=1e-9)
+
+
+def test_outlying_corners_are_corrected_without_bending_the_fit() -> None:
+    """Where ∅ and N are outliers, the plain fit is kept and corrected at ∅ and N alone: the
+    same predictions on every other coalition as ``efficient=False``, Shapley values that sum
+    to the game's total, each player shifted by the same share."""
+    n, soum = 20, SumOfUnanimity.random(20, 5, 2, 0)
+
+    def spiked(masks: np.ndarray) -> np.ndarray:
+        return soum(masks) + 50.0 * masks.all(axis=1) - 30.0 * (~masks).all(axis=1)
+
+    plain = fs.ProxySPEX(spiked, n_players=n, budget=400, seed=0, efficient=False).explain()
+    corrected = fs.ProxySPEX(spiked, n_players=n, budget=400, seed=0, index="SV").explain()
+    a, b = corrected.corners
+    assert (a, b) != (0.0, 0.0)
+    inner = np.random.default_rng(0).random((200, n)) < 0.5
+    np.testing.assert_array_equal(corrected.predict(inner), plain.predict(inner))
+    np.testing.assert_allclose(corrected.predict(corners(n)), spiked(corners(n)), atol=1e-9)
+    shift = corrected.shapley_values() - plain.shapley_values()
+    np.testing.assert_allclose(shift, (b - a) / n, atol=1e-12)
+    assert sum(corrected.values.values()) == pytest.approx(corrected.shapley_values().sum())
+    assert_efficient(corrected, spiked, n)
