@@ -3,6 +3,7 @@ their blend."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, TypeVar
@@ -64,13 +65,14 @@ def refit_blend(
 
 def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
     """The results of ``calls`` (compiled-core calls, which release the GIL), run side by side
-    on a thread pool.
+    on a thread pool of at most one thread per CPU.
 
-    Ctrl-C reaches Python's main thread only, which waits here: on it the core calls still
-    running on the pool are told to stop (:func:`ferroshap._core.interrupt`), so the pool shuts
-    down within a poll of theirs instead of when they finish.
+    Ctrl-C reaches Python's main thread only, which waits here: on it the calls not started are
+    dropped and those still running are told to stop (:func:`ferroshap._core.interrupt`), so the
+    pool shuts down within a poll of theirs instead of when they finish.
     """
-    with ThreadPoolExecutor(len(calls)) as pool:
+    workers = max(1, min(len(calls), os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
         futures = [pool.submit(call) for call in calls]
         try:
             pending = set(futures)
@@ -78,6 +80,7 @@ def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
                 pending = wait(pending, timeout=SIGNAL_POLL_SECONDS).not_done
             return [future.result() for future in futures]
         except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
             _core.interrupt()
             raise
 
