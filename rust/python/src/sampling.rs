@@ -111,8 +111,8 @@ impl PyDesign {
         py: Python<'py>,
         values: PyReadonlyArrayDyn<'py, f64>,
     ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-        self.per_column(py, values, |estimator, flat, columns, _| {
-            estimator.standard_errors(&self.design, flat, columns)
+        self.per_column(py, values, |estimator, flat, columns, cancel| {
+            estimator.standard_errors(&self.design, flat, columns, cancel)
         })
     }
 
@@ -121,8 +121,8 @@ impl PyDesign {
         py: Python<'py>,
         values: PyReadonlyArrayDyn<'py, f64>,
     ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
-        self.per_column(py, values, |_, flat, columns, _| {
-            horvitz_thompson_errors(&self.design, flat, columns)
+        self.per_column(py, values, |_, flat, columns, cancel| {
+            horvitz_thompson_errors(&self.design, flat, columns, cancel)
         })
     }
 

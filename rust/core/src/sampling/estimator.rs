@@ -160,11 +160,14 @@ impl Estimator {
     /// wherever the design leaves no sampling error (a game the regression fits exactly, fully
     /// enumerated sizes); `NaN` where one sampled unit cannot show any spread (one antithetic
     /// pair of permutations).
+    ///
+    /// Polls `cancel` once per block of sampled units.
     pub fn standard_errors(
         &self,
         design: &Design,
         values: &[f64],
         n_columns: usize,
+        cancel: &Cancel,
     ) -> Result<Vec<f64>> {
         let n = self.n_players;
         if design.n_players != n || design.n_coalitions() != self.n_coalitions {
@@ -190,6 +193,7 @@ impl Estimator {
                     n_columns,
                     &phi,
                     Target::Residual,
+                    cancel,
                     |rows| match &fit.regression {
                         Regression::Svd(op) => {
                             Mat::from_fn(n, rows.len(), |i, b| op.matrix[(i, rows[b])])
@@ -200,9 +204,15 @@ impl Estimator {
             }
             (Kind::Linear(_), _) => {
                 let phi = vec![0.0; n * n_columns];
-                unit_errors(design, values, n_columns, &phi, Target::Baseline, |rows| {
-                    horvitz_thompson_columns(design, rows)
-                })
+                unit_errors(
+                    design,
+                    values,
+                    n_columns,
+                    &phi,
+                    Target::Baseline,
+                    cancel,
+                    |rows| horvitz_thompson_columns(design, rows),
+                )
             }
         }
     }

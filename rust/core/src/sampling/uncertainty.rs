@@ -33,6 +33,7 @@ use std::collections::{BTreeMap, HashMap};
 use faer::Mat;
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::coalitions::{binomial_f64, complement};
 use crate::error::Result;
 use crate::sampling::estimator::check_values;
@@ -200,6 +201,7 @@ pub(crate) fn unit_errors(
     n_columns: usize,
     phi: &[f64],
     target: Target,
+    cancel: &Cancel,
     columns: impl Fn(&[usize]) -> Mat<f64>,
 ) -> Result<Vec<f64>> {
     let (n, m) = (design.n_players, design.n_coalitions());
@@ -219,6 +221,7 @@ pub(crate) fn unit_errors(
         let mut sum = vec![0.0; width];
         let mut squares = vec![0.0; width];
         for block in stratum.units.chunks(UNIT_BLOCK) {
+            cancel.check()?;
             let rows: Vec<usize> = block.iter().flatten().copied().collect();
             let k = columns(&rows);
             // The units' scale factors: 1 / (1 − leverage) for residuals, else 1.
@@ -358,11 +361,18 @@ pub fn horvitz_thompson_errors(
     design: &Design,
     values: &[f64],
     n_columns: usize,
+    cancel: &Cancel,
 ) -> Result<Vec<f64>> {
     let phi = vec![0.0; design.n_players * n_columns];
-    unit_errors(design, values, n_columns, &phi, Target::Plain, |rows| {
-        horvitz_thompson_columns(design, rows)
-    })
+    unit_errors(
+        design,
+        values,
+        n_columns,
+        &phi,
+        Target::Plain,
+        cancel,
+        |rows| horvitz_thompson_columns(design, rows),
+    )
 }
 
 /// Standard errors of the average over antithetic pairs of permutations (consecutive paths):
