@@ -127,7 +127,7 @@ def coverage(method: str, factor: int, games: list[Case], seeds: range) -> tuple
                     RawGame(game, n), None, method, budget, seed, True, None, None, "bench"
                 )
             errors.append(phi - truth)
-            ses.append(se)
+            ses.append(se())
         err, se = np.stack(errors), np.stack(ses)
         hits += int(np.sum(np.abs(err) <= Z * se))
         total += err.size

@@ -38,10 +38,10 @@ def unanimity(terms: np.ndarray, coefs: np.ndarray):
 def estimate(game, n: int, method: str, budget: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        phi, se, *_ = game_values(
+        phi, errors, *_ = game_values(
             RawGame(game, n), None, method, budget, seed, True, None, None, "test"
         )
-    return phi, se
+    return phi, errors()
 
 
 def linear_model(z: np.ndarray) -> np.ndarray:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -54,7 +56,10 @@ class Explanation:
         game. Zero where the estimate is exact (enumeration, null players, a game the
         regression fits exactly); ``NaN`` where a design cannot show its spread (permutation
         sampling with a single antithetic pair). ``None`` from engines that do not estimate
-        them (the sketch).
+        them (the sketch). Computed from ``errors_source`` when first read: they cost several
+        times the estimate, and a call that never reads them does not pay for them.
+    errors_source : callable or None
+        What computes :attr:`standard_errors` (the engines set it).
 
     Examples
     --------
@@ -77,7 +82,12 @@ class Explanation:
     estimator: str
     groups: dict[str, list[str]] | None = None
     frame: Any = None
-    standard_errors: np.ndarray | None = None
+    errors_source: Callable[[], np.ndarray] | None = field(default=None, repr=False)
+
+    @cached_property
+    def standard_errors(self) -> np.ndarray | None:
+        """The values' standard errors (see the class attributes), computed when first read."""
+        return None if self.errors_source is None else self.errors_source()
 
     def __len__(self) -> int:
         """Number of explained rows."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -137,11 +138,11 @@ def game_values(
     cross_fit: int | None,
     max_memory: int | None,
     engine: str,
-) -> tuple[np.ndarray, np.ndarray, _core.Design, Recipe, np.ndarray]:
-    """Shapley values ``[R, n]`` of a raw game (on ``groups``' players if given) by ``method``,
-    with their standard errors ``[R, n]``, the design and recipe that produced them and the
-    game's values ``[m, R]`` on the design (row 0 is the empty coalition); ``engine`` names the
-    caller in memory errors."""
+) -> tuple[np.ndarray, Callable[[], np.ndarray], _core.Design, Recipe, np.ndarray]:
+    """Shapley values ``[R, n]`` of a raw game (on ``groups``' players if given) by ``method``, a
+    function computing their standard errors ``[R, n]``, the design and recipe that produced them
+    and the game's values ``[m, R]`` on the design (row 0 is the empty coalition); ``engine`` names
+    the caller in memory errors."""
     n = raw.n_players if groups is None else groups.n_players
     recipe = resolve(method, n, budget, paired)
     m = memory.planned_coalitions(recipe.planned, n, budget)
@@ -213,10 +214,11 @@ def estimate_values(
     values: Sequence[np.ndarray],
     proxy: str | None = None,
     cross_fit: int | None = None,
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
+) -> tuple[list[np.ndarray], list[Callable[[], np.ndarray]]]:
     """Shapley values ``[R, n]`` per design from its values ``[m, R]``, adjusted by ``proxy``
-    (a method of :data:`PROXY_METHODS`) if given, and their standard errors (``[R, n]`` per
-    design, see ``docs/standard-errors.md``); warn on rank deficiency."""
+    (a method of :data:`PROXY_METHODS`) if given, and functions computing their standard errors
+    (``[R, n]`` per design, see ``docs/standard-errors.md``: computed when read, as they cost
+    several times the estimate); warn on rank deficiency."""
     values = [np.ascontiguousarray(v) for v in values]
     phis = [design.estimate(v) for design, v in zip(designs, values, strict=True)]
     n = designs[0].n_players
@@ -230,7 +232,9 @@ def estimate_values(
             stacklevel=3,
         )
     if proxy is None:
-        errors = [design.standard_errors(v) for design, v in zip(designs, values, strict=True)]
+        errors = [
+            partial(design.standard_errors, v) for design, v in zip(designs, values, strict=True)
+        ]
         return phis, errors
     adjusted = [
         adjust_with_errors(proxy, design, v, phi, cross_fit)

@@ -382,7 +382,7 @@ class Explainer:
         patterns, pattern_of = group_rows(varying)
         seed = draw_seed(self.seed)
         phi = np.zeros((rows, k, n))
-        errors = np.zeros((rows, k, n))
+        error_parts: list[tuple[Any, Callable[[], np.ndarray]]] = []
         estimators: dict[str, None] = {}
         evaluations = 0
         for p, pattern in enumerate(patterns):
@@ -394,11 +394,19 @@ class Explainer:
                 game, players, chosen, seed, k
             )
             where = chosen[:, None, None], np.arange(k)[None, :, None], players[None, None, :]
-            phi[where], errors[where] = part, part_errors
+            phi[where] = part
+            error_parts.append((where, part_errors))
             estimators["exact" if designs[0].exact else recipe.name] = None
             evaluations = max(evaluations, *(design.n_coalitions for design in designs))
         phi = np.ascontiguousarray(phi.transpose(0, 2, 1))  # [rows, n, k]
-        errors = np.ascontiguousarray(errors.transpose(0, 2, 1))
+
+        def standard_errors() -> np.ndarray:
+            errors = np.zeros((rows, k, n))
+            for where, part_errors in error_parts:
+                errors[where] = part_errors()
+            errors = np.ascontiguousarray(errors.transpose(0, 2, 1))
+            return errors if game.output_shape else errors[:, :, 0]
+
         return Explanation(
             values=phi if game.output_shape else phi[:, :, 0],
             base_values=np.broadcast_to(game.empty_value, (rows, *game.output_shape)).copy(),
@@ -410,12 +418,12 @@ class Explainer:
             method=self.method,
             budget=self.budget,
             estimator=", ".join(estimators) or "exact",
-            standard_errors=errors if game.output_shape else errors[:, :, 0],
+            errors_source=standard_errors,
         )
 
     def _explain_players(
         self, game: TabularGame, players: np.ndarray, rows: np.ndarray, seed: int, k: int
-    ) -> tuple[np.ndarray, np.ndarray, list[_core.Design], Recipe]:
+    ) -> tuple[np.ndarray, Callable[[], np.ndarray], list[_core.Design], Recipe]:
         """Shapley values ``[len(rows), k, len(players)]`` of the explained ``rows`` on the game
         of ``players`` (the others held at the row's values), their standard errors (same
         shape), the designs and the recipe."""
@@ -454,7 +462,11 @@ class Explainer:
             per_design = [np.concatenate(per_row, axis=1)]  # [m, rows * k], row-major
         phis, errors = estimate_values(designs, per_design, recipe.proxy, self.cross_fit)
         shape = (len(rows), k, n_players)
-        return np.stack(phis).reshape(shape), np.stack(errors).reshape(shape), designs, recipe
+
+        def standard_errors() -> np.ndarray:
+            return np.stack([error() for error in errors]).reshape(shape)
+
+        return np.stack(phis).reshape(shape), standard_errors, designs, recipe
 
     def _explain_masked(self, x: Any) -> Explanation:
         """Shapley values of the masker's game at input ``x``: one row."""
@@ -490,5 +502,5 @@ class Explainer:
             method=self.method,
             budget=budget,
             estimator="exact" if design.exact else recipe.name,
-            standard_errors=errors[:1] if single else errors.T[None],
+            errors_source=lambda: errors()[:1] if single else errors().T[None],
         )

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -178,8 +180,9 @@ def adjust_with_errors(
     values: np.ndarray,
     phi: np.ndarray,
     cross_fit: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`adjust`'s values ``[R, n]`` and their standard errors ``[R, n]``.
+) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+    """:func:`adjust`'s values ``[R, n]`` and a function computing their standard errors
+    ``[R, n]`` (called only when they are read: they cost several times the estimate).
 
     Every adjusted estimate is ``phi(f) + E(v - f)``: the proxy's exact Shapley values plus an
     estimate ``E`` of the residual game's. The proxy ``f`` is taken as given, so its exact part
@@ -193,7 +196,7 @@ def adjust_with_errors(
     See ``docs/standard-errors.md``.
     """
     if design.exact:
-        return phi, np.zeros_like(phi)
+        return phi, lambda: np.zeros_like(phi)
     masks = design.masks()
     n = masks.shape[1]
     complement = complements(masks)
@@ -234,12 +237,12 @@ def adjust_with_errors(
         valid = (*PROXY_METHODS, ODD_SPARSE, ODD_MSR)
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
     if method == "tree-msr":
-        errors = design.horvitz_thompson_errors(np.ascontiguousarray(residuals))
+        errors = partial(design.horvitz_thompson_errors, np.ascontiguousarray(residuals))
     else:
         # The proxy was fitted on these samples, so its residuals here understate those it
         # leaves out (coverage fell to 30 % at budget 20n): the plain regression's standard
         # errors, which the adjustment improves on, stand in for them.
-        errors = design.standard_errors(values)
+        errors = partial(design.standard_errors, values)
     out += ((v1 - v0) - out.sum(axis=1))[:, None] / n
     return out, errors
 
