@@ -166,3 +166,16 @@ def test_normal_equations_give_the_svd_errors() -> None:
     svd, normal = (design.standard_errors(values) for design in designs)
     assert designs[1].solver() == "normal"
     np.testing.assert_allclose(normal, svd, rtol=1e-8, atol=1e-12)
+
+
+def test_standard_errors_are_computed_when_read_and_survive_pickling() -> None:
+    import pickle
+
+    rng = np.random.default_rng(0)
+    ex = fs.Explainer(linear_model, rng.normal(size=(3, 6)), method="leverage", budget=40)(
+        rng.normal(size=(2, 6))
+    )
+    assert "standard_errors" not in ex.__dict__  # not computed by the call itself
+    copy = pickle.loads(pickle.dumps(ex))
+    np.testing.assert_array_equal(copy.standard_errors, ex.standard_errors)
+    np.testing.assert_array_equal(copy.values, ex.values)

@@ -89,6 +89,13 @@ class Explanation:
         """The values' standard errors (see the class attributes), computed when first read."""
         return None if self.errors_source is None else self.errors_source()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with its standard errors computed (the function behind them stays here)."""
+        state = dict(self.__dict__)
+        state["standard_errors"] = self.standard_errors
+        state["errors_source"] = None
+        return state
+
     def __len__(self) -> int:
         """Number of explained rows."""
         return len(self.values)
