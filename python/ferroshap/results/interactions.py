@@ -99,7 +99,7 @@ class Interactions:
         """Values of ``index`` up to ``max_order`` of a sparse surrogate (closed forms), with
         the surrogate's ``corners`` correction at ∅ and N (see :attr:`corners`)."""
         keys, values, baseline, order = surrogate.interactions(index, max_order)
-        share = (corners[1] - corners[0]) / surrogate.n_players
+        share = _corner_share(corners, surrogate.n_players)
         table = dict(zip(keys, values.tolist(), strict=True))
         if index == "SV" and share:
             table = {(i,): table.get((i,), 0.0) + share for i in range(surrogate.n_players)}
@@ -147,7 +147,7 @@ class Interactions:
         They sum to ``v(N) - v(∅)`` of the surrogate with its :attr:`corners` (ProxySPEX makes
         that the game's unless ``efficient=False``).
         """
-        share = (self.corners[1] - self.corners[0]) / self.n_players
+        share = _corner_share(self.corners, self.n_players)
         return self.surrogate.shapley_values() + share
 
     def predict(self, masks: Any) -> np.ndarray:
@@ -353,6 +353,12 @@ class Interactions:
         ax.set_axis_off()
         ax.set_title(f"Top {len(edges)} pairwise {self.index} values\n(node size: |{node_source}|)")
         return ax
+
+
+def _corner_share(corners: tuple[float, float], n: int) -> float:
+    """Each player's Shapley value of the correction ``corners = (a, b)`` at ∅ and N: the game
+    non-zero at those two coalitions only gives every player ``(b - a) / n``."""
+    return (corners[1] - corners[0]) / n
 
 
 def _sign_colour(value: float) -> str:
