@@ -51,7 +51,29 @@ fi
 if [ ! -e .venv/.deps-installed ] || [ pyproject.toml -nt .venv/.deps-installed ]; then
     say "installing the test and benchmark dependencies (a few minutes the first time)"
 fi
+# PyTorch from PyPI is the CUDA build: with its nvidia-* libraries it takes ~5.3 GB installed and
+# as much again in pip's cache. It joins the test set (the `torch` extra: the torch backend, the
+# torch masker tests and the text demo) only where the disk has room; elsewhere those tests skip
+# with their reason. FERROSHAP_TORCH=1 / 0 forces the choice.
+free_gib=$(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }')
+say "$free_gib GiB free on this disk"
+extras=test
+pip_flags=(--quiet)
+# below 16 GiB pip keeps no copy of what it downloads
+[ "$free_gib" -ge 16 ] || pip_flags+=(--no-cache-dir)
+case "${FERROSHAP_TORCH:-auto}" in
+    1) extras=test,torch ;;
+    0) ;;
+    *)
+        if [ "$free_gib" -ge 14 ]; then
+            extras=test,torch
+        else
+            say "not installing PyTorch (~5.3 GB; $free_gib GiB free, 14 wanted): the torch" \
+                "backend's tests, the torch masker tests and the text demo will skip"
+        fi
+        ;;
+esac
 say "building the Rust extension in release mode (~6 minutes the first time, seconds after)"
-.venv/bin/python -m pip install --quiet -e '.[test]'
+.venv/bin/python -m pip install "${pip_flags[@]}" -e ".[$extras]"
 touch .venv/.deps-installed
 say "ready: use .venv/bin/python, or 'source .venv/bin/activate'"
