@@ -98,6 +98,9 @@ def exact_interactions(
         n_players=n,
         surrogate=_core.moebius_transform(values, n),
         n_evaluations=2**n,
+        method="exact",
+        estimator="exact",
+        budget=2**n,
         diagnostics={"estimated": False},
         feature_names=None if grouped is None else grouped.names,
     )

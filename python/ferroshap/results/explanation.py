@@ -58,6 +58,10 @@ class Explanation:
         sampling with a single antithetic pair). ``None`` from engines that do not estimate
         them (the sketch). Computed from ``errors_source`` when first read: they cost several
         times the estimate, and a call that never reads them does not pay for them.
+    diagnostics : dict[str, Any]
+        How the values were made, beyond ``method`` / ``estimator`` / ``budget``: always
+        ``"estimated"`` (``False`` when every row was computed exactly), as in
+        :attr:`ferroshap.Interactions.diagnostics`.
     errors_source : callable or None
         What computes :attr:`standard_errors` (the engines set it).
 
@@ -82,6 +86,7 @@ class Explanation:
     estimator: str
     groups: dict[str, list[str]] | None = None
     frame: Any = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
     errors_source: Callable[[], np.ndarray] | None = field(default=None, repr=False)
 
     @cached_property
@@ -95,6 +100,11 @@ class Explanation:
         state["standard_errors"] = self.standard_errors
         state["errors_source"] = None
         return state
+
+    @property
+    def n_players(self) -> int:
+        """Number of players: features, or groups with ``groups=``."""
+        return len(self.feature_names)
 
     def __len__(self) -> int:
         """Number of explained rows."""

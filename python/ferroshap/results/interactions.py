@@ -52,8 +52,18 @@ class Interactions:
         The whole sparse set function the values were computed from.
     n_evaluations : int
         Distinct coalitions the game was evaluated on.
+    method : str
+        The engine that made them: ``"proxyspex"``, ``"exact"`` (:func:`exact_interactions`),
+        or ``"surrogate"`` (:meth:`from_surrogate` called directly).
+    estimator : str
+        What ran: ``"proxyspex"``, or ``"exact"`` when the values were enumerated (also
+        ProxySPEX when its budget covered every coalition); ``"surrogate"`` from
+        :meth:`from_surrogate` called directly.
+    budget : int
+        The requested budget (``2**n_players`` for :func:`exact_interactions`).
     diagnostics : dict[str, Any]
-        How the estimate was made (ProxySPEX: validation R², support size, timings, ...).
+        How the estimate was made: always ``"estimated"``; ProxySPEX adds validation R²,
+        support size, timings, ...
     feature_names : list[str] or None
         Player names, when known.
     corners : tuple[float, float]
@@ -81,6 +91,9 @@ class Interactions:
     n_players: int
     surrogate: _core.SparseFunction
     n_evaluations: int
+    method: str
+    estimator: str
+    budget: int
     diagnostics: dict[str, Any] = field(default_factory=dict)
     feature_names: list[str] | None = None
     corners: tuple[float, float] = (0.0, 0.0)
@@ -95,9 +108,15 @@ class Interactions:
         diagnostics: dict[str, Any] | None = None,
         feature_names: Sequence[str] | None = None,
         corners: tuple[float, float] = (0.0, 0.0),
+        *,
+        method: str = "surrogate",
+        estimator: str = "surrogate",
+        budget: int | None = None,
     ) -> Interactions:
         """Values of ``index`` up to ``max_order`` of a sparse surrogate (closed forms), with
-        the surrogate's ``corners`` correction at ∅ and N (see :attr:`corners`)."""
+        the surrogate's ``corners`` correction at ∅ and N (see :attr:`corners`). ``method``,
+        ``estimator`` and ``budget`` say how the surrogate was made (``budget`` defaults to
+        ``n_evaluations``)."""
         keys, values, baseline, order = surrogate.interactions(index, max_order)
         share = _corner_share(corners, surrogate.n_players)
         table = dict(zip(keys, values.tolist(), strict=True))
@@ -111,6 +130,9 @@ class Interactions:
             n_players=surrogate.n_players,
             surrogate=surrogate,
             n_evaluations=n_evaluations,
+            method=method,
+            estimator=estimator,
+            budget=n_evaluations if budget is None else budget,
             diagnostics=dict(diagnostics or {}),
             feature_names=None if feature_names is None else list(feature_names),
             corners=(float(corners[0]), float(corners[1])),
@@ -124,7 +146,8 @@ class Interactions:
         return (
             f"Interactions(index={self.index!r}, max_order={self.max_order}, "
             f"n_players={self.n_players}, values={len(self.values)}, "
-            f"base_values=[{self.base_values[0]:.6g}], n_evaluations={self.n_evaluations})"
+            f"base_values=[{self.base_values[0]:.6g}], estimator={self.estimator!r}, "
+            f"budget={self.budget}, n_evaluations={self.n_evaluations})"
         )
 
     def top(self, k: int = 10) -> list[tuple[Key, float]]:

@@ -418,6 +418,7 @@ class Explainer:
             method=self.method,
             budget=self.budget,
             estimator=", ".join(estimators) or "exact",
+            diagnostics={"estimated": any(name != "exact" for name in estimators)},
             errors_source=standard_errors,
         )
 
@@ -502,5 +503,6 @@ class Explainer:
             method=self.method,
             budget=budget,
             estimator="exact" if design.exact else recipe.name,
+            diagnostics={"estimated": not design.exact},
             errors_source=lambda: errors()[:1] if single else errors().T[None],
         )

@@ -4,7 +4,7 @@ the interaction values of many sequences (:class:`SequenceInteractions`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -149,6 +149,12 @@ class SequenceInteractions:
         The interaction index (``"Moebius"`` for all orders).
     max_order : int or None
         Largest set size, ``None`` for every order.
+    budget : int
+        The model queries the sketch was built with (none are made per sequence).
+    method, estimator : str
+        ``"fourier-sketch"``, as in the sketch's :class:`ferroshap.Explanation`.
+    diagnostics : dict[str, Any]
+        ``{"estimated": True}``: the values are the sketch's, an estimate of the model's.
 
     Examples
     --------
@@ -163,6 +169,20 @@ class SequenceInteractions:
     data: np.ndarray
     index: str
     max_order: int | None
+    budget: int
+    method: str = "fourier-sketch"
+    estimator: str = "fourier-sketch"
+    diagnostics: dict[str, Any] = field(default_factory=lambda: {"estimated": True})
+
+    @property
+    def n_players(self) -> int:
+        """Number of players: the sequence length."""
+        return int(self.data.shape[1])
+
+    @property
+    def feature_names(self) -> list[str]:
+        """The positions ``"0" .. "n-1"``, as in the sketch's :class:`ferroshap.Explanation`."""
+        return [str(i) for i in range(self.n_players)]
 
     def __len__(self) -> int:
         """Number of explained rows."""
@@ -171,7 +191,7 @@ class SequenceInteractions:
     def __repr__(self) -> str:
         return (
             f"SequenceInteractions(rows={len(self)}, keys={len(self.keys)}, index={self.index!r}, "
-            f"max_order={self.max_order})"
+            f"max_order={self.max_order}, budget={self.budget})"
         )
 
     def row(self, i: int) -> dict[tuple[int, ...], float]:
@@ -191,7 +211,7 @@ class SequenceInteractions:
                 float(self.base_values[r]),
                 index=self.index,
                 max_order=max_order,
-                n_players=int(self.data.shape[1]),
+                n_players=self.n_players,
                 estimated=True,
                 budget=None,
             )

@@ -298,6 +298,7 @@ class FourierSketch:
             method="fourier-sketch",
             budget=int(self.info.get("budget", 0)),
             estimator="fourier-sketch",
+            diagnostics={"estimated": True},
         )
 
     def interactions(
@@ -334,6 +335,7 @@ class FourierSketch:
             data=codes,
             index="Moebius" if max_order is None else index,
             max_order=max_order,
+            budget=int(self.info.get("budget", 0)),
         )
 
     def explain_dataset(
