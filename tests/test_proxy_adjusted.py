@@ -176,8 +176,10 @@ def test_two_complementary_outputs_share_one_proxy(method: str, monkeypatch) -> 
     values = np.ascontiguousarray(np.stack([1.0 - p, p, other, 2.0 * other], axis=1))
     phi = design.estimate(values)
     fits = []
-    real_fit = proxy_adjusted.fit_proxy
-    monkeypatch.setattr(proxy_adjusted, "fit_proxy", lambda m, t: fits.append(t) or real_fit(m, t))
+    real_fit = proxy_adjusted.fit_adjustment_proxy
+    monkeypatch.setattr(
+        proxy_adjusted, "fit_adjustment_proxy", lambda m, t: fits.append(t) or real_fit(m, t)
+    )
     shared = proxy_adjusted.adjust(method, design, values, phi)
     assert len(fits) == 2  # columns 0 and 2; 1 and 3 are multiples of their neighbours
     np.testing.assert_allclose(shared[0], -shared[1], atol=1e-12)

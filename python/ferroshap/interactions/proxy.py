@@ -1,4 +1,5 @@
-"""The LightGBM proxy of ProxySPEX: its parameters, learning rate, threads and fit."""
+"""The LightGBM proxy, fitted on masks → game values: the parameters of its two uses (ProxySPEX;
+the proxy-adjusted Shapley estimators), its fit, its predictions and its exact spectrum."""
 
 from __future__ import annotations
 
@@ -8,13 +9,20 @@ from typing import Any
 
 import numpy as np
 
+from ferroshap import _core
+
 __all__ = [
+    "ADJUSTMENT_PARAMS",
+    "ADJUSTMENT_ROUNDS",
     "DEFAULT_PROXY_PARAMS",
     "EARLY_STOPPING_ROUNDS",
     "MAX_ROUNDS",
     "PARALLEL_CELLS",
+    "fit_adjustment_proxy",
     "fit_proxy",
+    "predict_proxy",
     "proxy_learning_rate",
+    "proxy_spectrum",
     "proxy_threads",
 ]
 
@@ -35,6 +43,28 @@ players and ``num_threads`` is :func:`proxy_threads`. ``deterministic=True`` wit
 ``force_col_wise=True`` gives the same trees for any number of threads (each thread builds the
 histograms of whole features), so the proxy stays bit-for-bit reproducible across machines.
 """
+
+ADJUSTMENT_PARAMS: dict[str, Any] = {
+    "objective": "regression",
+    "learning_rate": 0.05,
+    "num_leaves": 15,
+    "min_data_in_leaf": 10,
+    "num_threads": 1,
+    "deterministic": True,
+    "force_col_wise": True,
+    "seed": 0,
+    "verbosity": -1,
+}
+"""LightGBM parameters of the proxy-adjusted Shapley estimators (``method="proxy-leverage"``,
+``"tree-msr"`` and the ``auto`` recipes built on them), chosen on tuning seeds
+(docs/proxy-adjusted.md, "How the proxy's settings were chosen"). They differ from
+:data:`DEFAULT_PROXY_PARAMS` because the proxy does another job there: it fits the residual of
+a regression on every sampled coalition, with no held-out set to stop on, so it runs a fixed
+:data:`ADJUSTMENT_ROUNDS`. ``num_threads=1`` (the fits of several rows and outputs run side by
+side instead) and ``deterministic=True`` make it bit-for-bit reproducible."""
+
+ADJUSTMENT_ROUNDS = 800
+"""Boosting rounds of the proxy-adjusted estimators' proxy (no early stopping)."""
 
 BASE_LEARNING_RATE = 0.1
 """The proxy's learning rate up to :data:`LEARNING_RATE_PLAYERS` players."""
@@ -107,7 +137,10 @@ def fit_proxy(
     try:
         import lightgbm as lgb
     except ImportError as err:
-        raise ImportError("ProxySPEX needs LightGBM for its proxy: `pip install lightgbm`") from err
+        raise ImportError(
+            "the LightGBM proxy (ProxySPEX; method='proxy-leverage', 'tree-msr' and the recipes "
+            "of method='auto' built on them) needs LightGBM: `pip install lightgbm`"
+        ) from err
     train_set = lgb.Dataset(train[0].astype(np.float64), train[1], params={"verbosity": -1})
     stopping: dict[str, Any] = {}
     if validation is not None:
@@ -121,3 +154,20 @@ def fit_proxy(
     return lgb.train(
         params, train_set, num_boost_round=rounds, keep_training_booster=True, **stopping
     )
+
+
+def fit_adjustment_proxy(masks: np.ndarray, target: np.ndarray) -> Any:
+    """The proxy-adjusted estimators' proxy on every sampled coalition
+    (:data:`ADJUSTMENT_PARAMS`, :data:`ADJUSTMENT_ROUNDS` rounds)."""
+    return fit_proxy(ADJUSTMENT_PARAMS, (masks, target), rounds=ADJUSTMENT_ROUNDS)
+
+
+def predict_proxy(booster: Any, masks: np.ndarray) -> np.ndarray:
+    """The proxy's values on 0/1 ``masks``, as float64."""
+    return np.asarray(booster.predict(masks.astype(np.float64)), dtype=np.float64)
+
+
+def proxy_spectrum(booster: Any, n: int) -> Any:
+    """The proxy's exact Fourier spectrum on ``n`` 0/1 players
+    (:func:`ferroshap._core.lightgbm_fourier`, read from its best iteration's trees)."""
+    return _core.lightgbm_fourier(booster.model_to_string(), n)

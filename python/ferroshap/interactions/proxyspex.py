@@ -29,13 +29,13 @@ from ferroshap.interactions.proxy import (
     PARALLEL_CELLS,
     fit_proxy,
     proxy_learning_rate,
+    proxy_spectrum,
     proxy_threads,
 )
 from ferroshap.interactions.surrogate import (
     SELECTION_BASES,
     blend_name,
     blend_weight,
-    in_threads,
     refit_blend,
 )
 from ferroshap.maskers.tabular import Baseline, Masker, check_masker, player_names
@@ -44,6 +44,7 @@ from ferroshap.query.chunks import fingerprint
 from ferroshap.query.games import RawGame
 from ferroshap.query.loop import QueryOptions, single_output
 from ferroshap.query.models import resolve_model
+from ferroshap.query.threads import in_threads
 from ferroshap.results.interactions import INDICES, Interactions
 from ferroshap.scores import r_squared
 from ferroshap.validation import (
@@ -409,7 +410,7 @@ class ProxySPEX:
         proxy_r2 = r_squared(validation[1], booster.predict(validation[0].astype(np.float64)))
 
         start = time.perf_counter()
-        spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
+        spectrum = proxy_spectrum(booster, n)
         times["seconds_extraction"] = time.perf_counter() - start
 
         start = time.perf_counter()
@@ -444,7 +445,7 @@ class ProxySPEX:
             booster = fit_proxy(final, (masks, values), rounds=rounds)
             times["seconds_proxy"] += time.perf_counter() - start
             start = time.perf_counter()
-            spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
+            spectrum = proxy_spectrum(booster, n)
             times["seconds_extraction"] += time.perf_counter() - start
 
         start = time.perf_counter()

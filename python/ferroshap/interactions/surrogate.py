@@ -3,14 +3,12 @@ their blend."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from ferroshap import _core
+from ferroshap.query.threads import in_threads
 from ferroshap.scores import r_squared
 
 __all__ = [
@@ -19,14 +17,8 @@ __all__ = [
     "blend",
     "blend_name",
     "blend_weight",
-    "in_threads",
     "refit_blend",
 ]
-
-T = TypeVar("T")
-
-SIGNAL_POLL_SECONDS = 0.05
-"""How often :func:`in_threads` wakes to let Python run its signal handlers."""
 
 SELECTION_BASES = ("Moebius", "Fourier")
 """Bases of the two support selections, blended by :data:`BLEND_WEIGHTS`."""
@@ -61,28 +53,6 @@ def refit_blend(
         for basis, selection in zip(SELECTION_BASES, selections, strict=True)
     ]
     return blend(dict(zip(SELECTION_BASES, in_threads(calls), strict=True)), weights)
-
-
-def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
-    """The results of ``calls`` (compiled-core calls, which release the GIL), run side by side
-    on a thread pool of at most one thread per CPU.
-
-    Ctrl-C reaches Python's main thread only, which waits here: on it the calls not started are
-    dropped and those still running are told to stop (:func:`ferroshap._core.interrupt`), so the
-    pool shuts down within a poll of theirs instead of when they finish.
-    """
-    workers = max(1, min(len(calls), os.cpu_count() or 1))
-    with ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(call) for call in calls]
-        try:
-            pending = set(futures)
-            while pending:  # wake often: the kernel may hand SIGINT to any thread
-                pending = wait(pending, timeout=SIGNAL_POLL_SECONDS).not_done
-            return [future.result() for future in futures]
-        except KeyboardInterrupt:
-            pool.shutdown(wait=False, cancel_futures=True)
-            _core.interrupt()
-            raise
 
 
 def blend_weight(fitted: list[np.ndarray], validation: np.ndarray) -> tuple[float, float]:

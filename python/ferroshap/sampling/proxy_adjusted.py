@@ -29,10 +29,8 @@ Shapley values come from its trees through the compiled tree -> Fourier path
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -40,6 +38,8 @@ import numpy as np
 
 from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError
+from ferroshap.interactions.proxy import fit_adjustment_proxy, predict_proxy, proxy_spectrum
+from ferroshap.query.threads import in_threads
 from ferroshap.sampling.odd_sparse import refit_odd
 from ferroshap.validation import check_int
 
@@ -49,8 +49,6 @@ __all__ = [
     "ODD_SPARSE",
     "PROPORTIONAL_TOLERANCE",
     "PROXY_METHODS",
-    "PROXY_PARAMS",
-    "PROXY_ROUNDS",
     "adjust",
     "adjust_with_errors",
     "proportional_columns",
@@ -69,24 +67,6 @@ ODD_MSR = "odd-msr"
 """Tree MSR of the regression's odd residual (used by ``method="auto"`` at small budgets):
 the design's estimate plus the Tree-MSR values of its odd residual game, so a game the
 regression fits exactly (order ≤ 2 with pairing) keeps its exact values."""
-
-PROXY_PARAMS: dict[str, Any] = {
-    "objective": "regression",
-    "learning_rate": 0.05,
-    "num_leaves": 15,
-    "min_data_in_leaf": 10,
-    "num_threads": 1,
-    "deterministic": True,
-    "force_col_wise": True,
-    "seed": 0,
-    "verbosity": -1,
-}
-"""LightGBM parameters of the proxy, chosen on tuning seeds (docs/proxy-adjusted.md, "How the
-proxy's settings were chosen"). ``num_threads=1`` and ``deterministic=True`` make the proxy
-bit-for-bit reproducible."""
-
-PROXY_ROUNDS = 800
-"""Boosting rounds of the proxy (no early stopping: every sample is used for the fit)."""
 
 PROPORTIONAL_TOLERANCE = 1e-9
 """Relative distance below which one output's odd residual counts as a multiple of another's
@@ -206,10 +186,10 @@ def adjust_with_errors(
         one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
 
         def proxy(j: int) -> tuple[np.ndarray, np.ndarray]:
-            booster = fit_proxy(masks, odd[:, j])
+            booster = fit_adjustment_proxy(masks, odd[:, j])
+            spectrum = proxy_spectrum(booster, n)
             if method == "proxy-leverage":
-                return _tree_shapley(booster, n), predict_proxy(booster, masks)
-            spectrum = _core.lightgbm_fourier(booster.model_to_string(), n)
+                return spectrum.shapley_values(), predict_proxy(booster, masks)
             surrogate = refit_odd(spectrum, masks, odd[:, j], one_per_pair)
             return surrogate.shapley_values(), surrogate.evaluate(masks)
 
@@ -220,8 +200,8 @@ def adjust_with_errors(
         # reuses that column's proxy, scaled: the fit is equivariant to the scale.
         sources, scales = proportional_columns(odd)
         fitted_columns = np.flatnonzero(sources == np.arange(len(sources)))
-        with ThreadPoolExecutor(max_workers=min(len(fitted_columns), os.cpu_count() or 1)) as pool:
-            fits = dict(zip(fitted_columns, pool.map(proxy, fitted_columns), strict=True))
+        calls = [partial(proxy, j) for j in fitted_columns]
+        fits = dict(zip(fitted_columns, in_threads(calls), strict=True))
         phi_f = np.stack([scales[j] * fits[sources[j]][0] for j in range(len(sources))])
         fitted = np.stack([scales[j] * fits[sources[j]][1] for j in range(len(sources))], 1)
         out = phi + phi_f - design.estimate(np.ascontiguousarray(fitted))
@@ -307,8 +287,8 @@ def _tree_msr(
         held_out = folds == fold
         # The empty and grand coalitions (fold -1) are in every fit.
         train = ~held_out if k > 1 else np.ones(len(v), dtype=bool)
-        booster = fit_proxy(masks[train], v[train])
-        phi += _tree_shapley(booster, n) / k
+        booster = fit_adjustment_proxy(masks[train], v[train])
+        phi += proxy_spectrum(booster, n).shapley_values() / k
         edges = v[:2] - predict_proxy(booster, masks[:2])
         phi += (edges[1] - edges[0]) / (n * k)
         residual[held_out] = v[held_out] - predict_proxy(booster, masks[held_out]) - edges[0]
@@ -343,25 +323,3 @@ def complements(masks: np.ndarray) -> np.ndarray:
     """Row of each coalition's complement in ``masks``, ``-1`` where it was not sampled."""
     rows = {key.tobytes(): j for j, key in enumerate(np.packbits(masks, axis=1))}
     return np.array([rows.get(key.tobytes(), -1) for key in np.packbits(~masks, axis=1)])
-
-
-def fit_proxy(masks: np.ndarray, target: np.ndarray) -> Any:
-    try:
-        import lightgbm as lgb
-    except ImportError as err:
-        raise ImportError(
-            "method='proxy-leverage' and 'tree-msr' need LightGBM: `pip install lightgbm`"
-        ) from err
-    data = lgb.Dataset(masks.astype(np.float64), target, params={"verbosity": -1})
-    # keep_training_booster: without it lgb.train writes the model to text and parses it back
-    # (the same trees), ~37 ms of a ~100-140 ms fit here.
-    return lgb.train(PROXY_PARAMS, data, num_boost_round=PROXY_ROUNDS, keep_training_booster=True)
-
-
-def predict_proxy(booster: Any, masks: np.ndarray) -> np.ndarray:
-    return np.asarray(booster.predict(masks.astype(np.float64)), dtype=np.float64)
-
-
-def _tree_shapley(booster: Any, n: int) -> np.ndarray:
-    """Exact Shapley values of the proxy on 0/1 inputs, from its Fourier spectrum."""
-    return _core.lightgbm_fourier(booster.model_to_string(), n).shapley_values()
