@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -169,24 +171,37 @@ def test_two_complementary_outputs_share_one_proxy(method: str, monkeypatch) -> 
     # A binary classifier's probabilities sum to one, so the odd residuals of its two outputs
     # are negatives of each other: one proxy per row serves both, and the values are those of
     # fitting each output on its own.
-    design = fs._core.plan("leverage", 9, 96, seed=4)
-    masks = design.masks()
+    masks = DESIGN.masks()
     p = 1.0 / (1.0 + np.exp(-nonlinear_game(masks) - masks[:, 4] * masks[:, 7]))
     other = np.sin(masks @ np.arange(9.0))
     values = np.ascontiguousarray(np.stack([1.0 - p, p, other, 2.0 * other], axis=1))
-    phi = design.estimate(values)
+    shared, alone, fits = shared_and_alone(method, values, monkeypatch)
+    assert fits == 2  # columns 0 and 2; 1 and 3 are multiples of their neighbours
+    np.testing.assert_allclose(shared[0], -shared[1], atol=1e-12)
+    np.testing.assert_allclose(shared, alone, rtol=1e-9, atol=1e-12)
+
+
+DESIGN = fs._core.plan("leverage", 9, 96, seed=4)
+
+
+def shared_and_alone(method: str, values: np.ndarray, monkeypatch) -> tuple[Any, Any, int]:
+    """The adjusted values of every column of ``values`` on :data:`DESIGN` at once, those of
+    each column on its own, and how many proxies the first call fitted."""
+    phi = DESIGN.estimate(values)
     fits = []
     real_fit = proxy_adjusted.fit_adjustment_proxy
     monkeypatch.setattr(
         proxy_adjusted, "fit_adjustment_proxy", lambda m, t: fits.append(t) or real_fit(m, t)
     )
-    shared = proxy_adjusted.adjust(method, design, values, phi)
-    assert len(fits) == 2  # columns 0 and 2; 1 and 3 are multiples of their neighbours
-    np.testing.assert_allclose(shared[0], -shared[1], atol=1e-12)
+    shared = proxy_adjusted.adjust(method, DESIGN, values, phi)
+    count = len(fits)
     alone = np.concatenate(
-        [proxy_adjusted.adjust(method, design, values[:, [j]].copy(), phi[[j]]) for j in range(4)]
+        [
+            proxy_adjusted.adjust(method, DESIGN, values[:, [j]].copy(), phi[[j]])
+            for j in range(values.shape[1])
+        ]
     )
-    np.testing.assert_allclose(shared, alone, rtol=1e-9, atol=1e-12)
+    return shared, alone, count
 
 
 def test_proportional_columns_compares_neighbours_only() -> None:
@@ -196,5 +211,20 @@ def test_proportional_columns_compares_neighbours_only() -> None:
     # only when column 2 has a norm, which it does not
     assert sources.tolist() == [0, 0, 0, 3, 4]
     np.testing.assert_allclose(scales, [1.0, 3.0, 0.0, 1.0, 1.0], rtol=1e-15)
-    t[:, 1] += 1e-6
+    t[:, 1] += 1e-4
     assert proportional_columns(t)[0].tolist() == [0, 1, 1, 3, 4]
+
+
+@pytest.mark.parametrize("method", ["proxy-leverage", ODD_SPARSE])
+def test_float32_binary_classifier_shares_one_proxy(monkeypatch, method: str) -> None:
+    # a classifier computed in float32 (XGBoost, PyTorch): p and 1 - p sum to one only to ~6e-8,
+    # yet one proxy serves both, and the values stay within float32's resolution of fitting each
+    masks = DESIGN.masks()
+    logit = nonlinear_game(masks) + masks[:, 4] * masks[:, 7]
+    p = (1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
+    values = np.ascontiguousarray(np.stack([1.0 - p, p], axis=1), dtype=np.float64)
+    assert np.abs(values.sum(1) - 1.0).max() > 0  # not exact complements
+    shared, alone, fits = shared_and_alone(method, values, monkeypatch)
+    assert fits == 1
+    np.testing.assert_allclose(shared[0], -shared[1], atol=1e-6)
+    np.testing.assert_allclose(shared, alone, atol=1e-6)

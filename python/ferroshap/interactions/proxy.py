@@ -46,7 +46,7 @@ histograms of whole features), so the proxy stays bit-for-bit reproducible acros
 
 ADJUSTMENT_PARAMS: dict[str, Any] = {
     "objective": "regression",
-    "learning_rate": 0.05,
+    "learning_rate": 0.2,
     "num_leaves": 15,
     "min_data_in_leaf": 10,
     "num_threads": 1,
@@ -63,7 +63,7 @@ a regression on every sampled coalition, with no held-out set to stop on, so it 
 :data:`ADJUSTMENT_ROUNDS`. ``num_threads=1`` (the fits of several rows and outputs run side by
 side instead) and ``deterministic=True`` make it bit-for-bit reproducible."""
 
-ADJUSTMENT_ROUNDS = 800
+ADJUSTMENT_ROUNDS = 200
 """Boosting rounds of the proxy-adjusted estimators' proxy (no early stopping)."""
 
 BASE_LEARNING_RATE = 0.1

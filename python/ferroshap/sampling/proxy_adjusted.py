@@ -68,9 +68,12 @@ ODD_MSR = "odd-msr"
 the design's estimate plus the Tree-MSR values of its odd residual game, so a game the
 regression fits exactly (order ≤ 2 with pairing) keeps its exact values."""
 
-PROPORTIONAL_TOLERANCE = 1e-9
-"""Relative distance below which one output's odd residual counts as a multiple of another's
-(:func:`proportional_columns`); rounding leaves ~1e-15."""
+PROPORTIONAL_TOLERANCE = 4.0 * float(np.finfo(np.float32).eps)
+"""Distance, relative to the size of the game's values, below which one output's odd residual
+counts as a multiple of another's (:func:`proportional_columns`): float32's resolution, so that
+a binary classifier computed in float32 (XGBoost, PyTorch), whose two probabilities sum to one
+only to ~6e-8, shares one proxy between them as one computed in float64 does. What a shared
+proxy can change in the values is bounded by the same distance (~5e-7 of the values' size)."""
 
 MIN_PAIRS = 20
 """Fewest sampled coalition pairs a proxy is fitted on (two leaves of ``min_data_in_leaf``)."""
@@ -198,7 +201,7 @@ def adjust_with_errors(
         # matter and the results are bit for bit those of a plain loop. A column whose target
         # is a multiple of the previous column's (a binary classifier's two probabilities)
         # reuses that column's proxy, scaled: the fit is equivariant to the scale.
-        sources, scales = proportional_columns(odd)
+        sources, scales = proportional_columns(odd, np.linalg.norm(values, axis=0))
         fitted_columns = np.flatnonzero(sources == np.arange(len(sources)))
         calls = [partial(proxy, j) for j in fitted_columns]
         fits = dict(zip(fitted_columns, in_threads(calls), strict=True))
@@ -241,12 +244,15 @@ def odd_residual(
 
 
 def proportional_columns(
-    targets: np.ndarray, tolerance: float = PROPORTIONAL_TOLERANCE
+    targets: np.ndarray,
+    sizes: np.ndarray | None = None,
+    tolerance: float = PROPORTIONAL_TOLERANCE,
 ) -> tuple[np.ndarray, np.ndarray]:
     """For each column ``j`` of ``targets`` (``[m, R]``): the column whose proxy it takes and the
     factor it is scaled by. A column that is ``c`` times the previous one (to ``tolerance``
-    relative to its norm) takes that column's source with the factor multiplied by ``c``; any
-    other column is its own source, with factor 1.
+    relative to ``sizes[j]``, by default the column's own norm; :func:`adjust` passes the norm
+    of the game's values in that column) takes that column's source with the factor multiplied
+    by ``c``; any other column is its own source, with factor 1.
 
     Only neighbours are compared, so the check costs one pass over the targets: the outputs of
     one explained row are adjacent columns, and the odd residuals of a binary classifier's two
@@ -260,6 +266,7 @@ def proportional_columns(
     ([0, 0, 2, 2], [1.0, -1.0, 1.0, 0.0])
     """
     columns = targets.shape[1]
+    sizes = np.linalg.norm(targets, axis=0) if sizes is None else sizes
     sources, scales = np.arange(columns), np.ones(columns)
     for j in range(1, columns):
         previous, current = targets[:, j - 1], targets[:, j]
@@ -268,7 +275,7 @@ def proportional_columns(
             continue
         factor = float(previous @ current) / norm
         gap = float(np.linalg.norm(current - factor * previous))
-        if gap <= tolerance * float(np.linalg.norm(current)):
+        if gap <= tolerance * float(sizes[j]):
             sources[j], scales[j] = sources[j - 1], factor * scales[j - 1]
     return sources, scales
 

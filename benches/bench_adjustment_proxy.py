@@ -1,0 +1,72 @@
+"""The proxy-adjusted estimators' LightGBM proxy: accuracy of rounds x learning rate.
+
+Runs one estimator (``odd-sparse``, ``proxy-leverage``, ``odd-msr``, ...) on suite games with
+the proxy's ``ADJUSTMENT_ROUNDS`` and learning rate set to each configuration, and prints per
+cell (game, background rows, budget) the median relative squared error over the seeds, then per
+configuration the geometric mean over cells of its ratio to the first configuration's. The
+evidence behind ``ferroshap.interactions.proxy.ADJUSTMENT_PARAMS`` (docs/proxy-adjusted.md).
+
+Usage::
+
+    python benches/bench_adjustment_proxy.py odd-sparse --games rf-diabetes,mlp-diabetes,svm-wine \\
+        --seeds 100:110 --factors 40,60
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from ferroshap.bench.harness import run_one
+from ferroshap.bench.suite import BACKGROUNDS, SUITE_GAMES
+from ferroshap.bench.timing import fix_threads
+from ferroshap.interactions import proxy
+
+CONFIGS = {
+    "800@0.05": (800, 0.05),
+    "200@0.2": (200, 0.2),
+    "100@0.3": (100, 0.3),
+    "300@0.12": (300, 0.12),
+}
+"""Rounds and learning rate of each configuration; the first is the reference."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("estimator")
+    parser.add_argument("--games", default="rf-diabetes,mlp-diabetes,svm-wine")
+    parser.add_argument("--seeds", default="100:110", help="first:stop")
+    parser.add_argument("--factors", default="40,60", help="budgets as multiples of n")
+    args = parser.parse_args()
+    fix_threads()  # FERROSHAP_BENCH_THREADS=1 for the figures in docs/proxy-adjusted.md
+    first, stop = map(int, args.seeds.split(":"))
+    reference: dict[tuple[str, int, int], float] = {}
+    ratios: dict[str, list[float]] = {name: [] for name in CONFIGS}
+    saved = proxy.ADJUSTMENT_ROUNDS, proxy.ADJUSTMENT_PARAMS["learning_rate"]
+    for name in args.games.split(","):
+        n, build = SUITE_GAMES[name]
+        for background in BACKGROUNDS:
+            game = build(background)
+            for factor in map(int, args.factors.split(",")):
+                budget = min(factor * n, 2**n - 2)
+                for config, (rounds, rate) in CONFIGS.items():
+                    proxy.ADJUSTMENT_ROUNDS, proxy.ADJUSTMENT_PARAMS["learning_rate"] = rounds, rate
+                    runs = [run_one(game, args.estimator, budget, s) for s in range(first, stop)]
+                    error = float(np.median([run["rel_error"] for run in runs]))
+                    cell = (name, background, budget)
+                    reference.setdefault(cell, error)
+                    ratios[config].append(error / reference[cell])
+                    print(
+                        f"{name:13s} bg {background:2d} budget {budget:5d} {config:9s} {error:.3e}"
+                    )
+    proxy.ADJUSTMENT_ROUNDS, proxy.ADJUSTMENT_PARAMS["learning_rate"] = saved
+    for config, values in ratios.items():
+        print(
+            f"{config:9s} geometric mean ratio {np.exp(np.mean(np.log(values))):.3f} "
+            f"(worst {max(values):.3f}, {len(values)} cells)"
+        )
+
+
+if __name__ == "__main__":
+    main()
