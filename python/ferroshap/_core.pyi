@@ -7,6 +7,8 @@ from numpy.typing import NDArray
 
 __all__ = [
     "CROSSOVER_PLAYERS",
+    "EMPTY_ROW",
+    "FULL_ROW",
     "INDICES",
     "INTERACTION_INDICES",
     "MAX_EXACT_PLAYERS",
@@ -53,12 +55,20 @@ SOLVERS: list[str]
 CROSSOVER_PLAYERS: int
 """Fewest players for which ``solver="auto"`` takes the normal equations."""
 
+EMPTY_ROW: int
+"""Row of the empty coalition in every :class:`Design` and in :func:`plan_masks` (0)."""
+
+FULL_ROW: int
+"""Row of the grand coalition in every sampled :class:`Design` and in :func:`plan_masks` (1);
+full enumeration has it last. The rows past it are the sampled coalitions."""
+
 @final
 class Design:
     """A planned set of coalitions plus everything needed to turn their values into Shapley values.
 
     Row order of :meth:`masks` is the row order that :meth:`estimate` expects. For sampled
-    designs row 0 is the empty coalition and row 1 the grand coalition; for full enumeration row
+    designs row :data:`EMPTY_ROW` is the empty coalition and row :data:`FULL_ROW` the grand
+    coalition; for full enumeration row
     ``r`` is the coalition whose bit ``i`` (player ``i``) is bit ``i`` of ``r``.
     """
 

@@ -72,8 +72,9 @@ REFIT_PROXY_R2 = 0.98
 """Validation R² of the first proxy from which it is not fitted a second time, by default (the
 ranking of the terms is settled there); docs/proxyspex.md, step 6."""
 
-EXTREMES = 2
-"""The plan's first rows: ∅ and N."""
+EXTREMES = _core.FULL_ROW + 1
+"""The plan's first rows: ∅ (:data:`ferroshap._core.EMPTY_ROW`) and N
+(:data:`ferroshap._core.FULL_ROW`)."""
 
 EXTREME_SD = 5.0
 """∅ or N is queried but left out of the proxy and the refits when its value lies more than this
@@ -451,7 +452,7 @@ class ProxySPEX:
         start = time.perf_counter()
         # efficient values: held to v(∅) and v(N) where they are ordinary values; an outlier
         # would bend the sparse fit, so the plain fit is corrected at ∅ and N alone (step 8)
-        game_corners = (float(extremes[1][0]), float(extremes[1][1]))
+        game_corners = (float(extremes[1][_core.EMPTY_ROW]), float(extremes[1][_core.FULL_ROW]))
         held = self.efficient and bool(kept.all())
         anchors = game_corners if held else None
         if penalty is not None:

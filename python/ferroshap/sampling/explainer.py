@@ -492,7 +492,7 @@ class Explainer:
             self.max_memory,
             "Explainer",
         )
-        empty = values[0]  # every design's first coalition is the empty one
+        empty = values[_core.EMPTY_ROW]
         single = raw.output_shape == ()
         return Explanation(
             values=phi[:1] if single else phi.T[None],

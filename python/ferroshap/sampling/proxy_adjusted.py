@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
+from ferroshap._core import EMPTY_ROW, FULL_ROW
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.interactions.proxy import fit_adjustment_proxy, predict_proxy, proxy_spectrum
 from ferroshap.query.threads import in_threads
@@ -56,6 +57,9 @@ __all__ = [
 ]
 
 PROXY_METHODS = ("proxy-leverage", "tree-msr")
+
+SAMPLED = FULL_ROW + 1
+"""A sampled design's first sampled row (∅ and N come before it)."""
 
 ODD_SPARSE = "odd-sparse"
 """The adjustment of :mod:`ferroshap.sampling.odd_sparse` (used by ``method="auto"``): like
@@ -183,7 +187,7 @@ def adjust_with_errors(
     masks = design.masks()
     n = masks.shape[1]
     complement = complements(masks)
-    v0, v1 = values[0], values[1]
+    v0, v1 = values[EMPTY_ROW], values[FULL_ROW]
     if method in ("proxy-leverage", ODD_SPARSE):
         odd = odd_residual(masks, complement, values, phi)
         one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
@@ -239,7 +243,7 @@ def odd_residual(
     Only the odd part of a game carries its Shapley values beyond the additive term, so a proxy
     fitted to it is not distracted by the even part (which pairing cancels anyway).
     """
-    residual = values - values[0] - masks @ phi.T
+    residual = values - values[EMPTY_ROW] - masks @ phi.T
     return np.where(complement[:, None] >= 0, (residual - residual[complement]) / 2, residual)
 
 
@@ -296,16 +300,18 @@ def _tree_msr(
         train = ~held_out if k > 1 else np.ones(len(v), dtype=bool)
         booster = fit_adjustment_proxy(masks[train], v[train])
         phi += proxy_spectrum(booster, n).shapley_values() / k
-        edges = v[:2] - predict_proxy(booster, masks[:2])
-        phi += (edges[1] - edges[0]) / (n * k)
-        residual[held_out] = v[held_out] - predict_proxy(booster, masks[held_out]) - edges[0]
-    return phi + residual[2:] @ weights, residual
+        corners = [EMPTY_ROW, FULL_ROW]
+        empty, full = v[corners] - predict_proxy(booster, masks[corners])
+        phi += (full - empty) / (n * k)
+        residual[held_out] = v[held_out] - predict_proxy(booster, masks[held_out]) - empty
+    return phi + residual[SAMPLED:] @ weights, residual
 
 
 def _msr_weights(masks: np.ndarray) -> np.ndarray:
-    """``c_i(S) / pi(S)`` of the sampled coalitions (rows 2 on): ``1/(s m_s)`` if ``i in S``,
-    ``-1/((n - s) m_s)`` otherwise, ``m_s`` the number of sampled coalitions of size ``s``."""
-    sampled = masks[2:]
+    """``c_i(S) / pi(S)`` of the sampled coalitions (rows :data:`SAMPLED` on): ``1/(s m_s)`` if
+    ``i in S``, ``-1/((n - s) m_s)`` otherwise, ``m_s`` the number of sampled coalitions of size
+    ``s``."""
+    sampled = masks[SAMPLED:]
     n = masks.shape[1]
     sizes = sampled.sum(axis=1)
     counts = np.bincount(sizes, minlength=n + 1)[sizes].astype(np.float64)
@@ -319,10 +325,10 @@ def _folds(complement: np.ndarray, k: int, seed: int, stream: int) -> np.ndarray
     and grand coalitions get fold ``-1`` (used by every fit, never held out)."""
     rows = np.arange(len(complement))
     pair = np.where(complement >= 0, np.minimum(rows, complement), rows)
-    ids, pair_index = np.unique(pair[2:], return_inverse=True)
+    ids, pair_index = np.unique(pair[SAMPLED:], return_inverse=True)
     order = np.random.default_rng([seed, stream]).permutation(len(ids))
     folds = np.full(len(complement), -1)
-    folds[2:] = (order % k)[pair_index]
+    folds[SAMPLED:] = (order % k)[pair_index]
     return folds
 
 

@@ -4,6 +4,15 @@
 //! bit `i % 64` of word `i / 64`. Binomials are available exactly (`u128`, when they fit) and in
 //! log space (any `n`), so nothing overflows up to thousands of players.
 
+/// Row of the empty coalition ∅ in every planned set of coalitions: the sampling designs
+/// ([`crate::sampling::plan`]), full enumeration, and ProxySPEX's masks
+/// ([`crate::interactions::proxyspex::plan_masks`]).
+pub const EMPTY_ROW: usize = 0;
+
+/// Row of the grand coalition N in every sampled design and in ProxySPEX's masks (full
+/// enumeration, in binary order, has it last). The rows past it are the sampled coalitions.
+pub const FULL_ROW: usize = 1;
+
 /// Number of `u64` words that hold one coalition of `n_players`.
 pub fn words_for(n_players: usize) -> usize {
     n_players.div_ceil(64).max(1)

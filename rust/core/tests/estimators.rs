@@ -3,6 +3,7 @@
 
 mod games;
 
+use ferroshap_core::coalitions::{EMPTY_ROW, FULL_ROW};
 use ferroshap_core::sampling::MAX_EXACT_PLAYERS;
 use ferroshap_core::{plan, CoreError, Design, Estimator, Method, PlanRequest};
 use games::{relative_error, Soum};
@@ -38,6 +39,17 @@ const REGRESSION: [Method; 4] = [
     Method::Leverage,
     Method::ModifiedL2,
 ];
+
+#[test]
+fn every_design_holds_the_empty_and_the_grand_coalition_at_their_rows() {
+    for method in SAMPLING {
+        let design = plan(request(method, 7, 60, 1)).unwrap();
+        let sizes = design.sizes();
+        assert_eq!((sizes[EMPTY_ROW], sizes[FULL_ROW]), (0, 7), "{method}");
+    }
+    let exact = plan(request(Method::Exact, 7, 128, 1)).unwrap();
+    assert_eq!(exact.sizes()[EMPTY_ROW], 0);
+}
 
 #[test]
 fn budget_covering_every_coalition_is_exact() {

@@ -55,8 +55,8 @@ pub fn plan_masks(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(PLAN_STREAM);
     let mut set = CoalitionSet::new(n);
-    set.add(vec![0; words_for(n)], 0.0);
-    set.add(full_mask(n), 0.0);
+    set.add(vec![0; words_for(n)], 0.0); // EMPTY_ROW
+    set.add(full_mask(n), 0.0); // FULL_ROW
     if n <= SHUFFLE_PLAYERS {
         // Partial Fisher–Yates over the proper coalitions 1 .. 2^n − 2.
         let mut codes: Vec<u64> = (1..total - 1).collect();
@@ -514,13 +514,14 @@ fn back_substitute(r: &Mat<f64>, z: &Mat<f64>, k: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coalitions::{EMPTY_ROW, FULL_ROW};
 
     #[test]
     fn masks_are_distinct_uniform_and_reproducible() {
         for (n, budget) in [(5, 32), (5, 10), (70, 500), (21, 300)] {
             let m = plan_masks(n, budget, 7, Cancel::never()).unwrap();
             assert_eq!(m.n_rows() as u64, budget);
-            assert_eq!((m.size(0), m.size(1)), (0, n));
+            assert_eq!((m.size(EMPTY_ROW), m.size(FULL_ROW)), (0, n));
             let mut rows: Vec<Vec<u64>> = (0..m.n_rows()).map(|r| m.row(r).to_vec()).collect();
             assert_eq!(m, plan_masks(n, budget, 7, Cancel::never()).unwrap());
             rows.sort();

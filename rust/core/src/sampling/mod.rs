@@ -174,8 +174,8 @@ pub fn plan_cancellable(request: PlanRequest, cancel: &Cancel) -> Result<Design>
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(stream);
     let mut set = design::CoalitionSet::new(n);
-    set.add(empty_mask(n), 0.0);
-    set.add(full_mask(n), 0.0);
+    set.add(empty_mask(n), 0.0); // EMPTY_ROW
+    set.add(full_mask(n), 0.0); // FULL_ROW
     let sampled = budget - 2;
     let estimator = match method {
         Method::Kernel => {
