@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from ferroshap.bench import run_benchmark, suite
-from ferroshap.bench.estimators import make_estimator
+from ferroshap.bench.estimators import make_estimator, producer_version
 from ferroshap.bench.games import linear_game, soum_game
 from ferroshap.bench.metrics import mean_relative_squared_error
 from ferroshap.bench.peers import PEERS, Peer, unavailable_reason
@@ -205,3 +205,43 @@ def test_suite_in_worker_processes_matches_one_process(tmp_path) -> None:
     ]
     with pytest.raises(InvalidArgumentError, match="jobs"):
         suite.run_suite(tmp_path / "bad", methods=["leverage"], seeds=[0], jobs=0, **grid)
+
+
+def test_suite_reruns_a_run_of_another_producer_version_and_never_uses_it(
+    tmp_path, monkeypatch
+) -> None:
+    # the cache of runs is keyed by what produced each one: a run recorded by another version of
+    # its library (a peer upgraded, ferroshap's code changed) is run again, not read
+    grid = {"games": ["forest"], "backgrounds": [1], "factors": [5]}
+    first = suite.run_suite(tmp_path, methods=["leverage", "kernel"], seeds=[0, 1], **grid)
+    assert set(first["version"]) == {producer_version("leverage")}
+    (path,) = (tmp_path / "cells").iterdir()
+    stale = pl.read_parquet(path).with_columns(
+        version=pl.when(pl.col("method") == "kernel", pl.col("seed") == 1)
+        .then(pl.lit("ferroshap 0.0.1 000000000000"))
+        .otherwise(pl.col("version")),
+        rel_error=pl.when(pl.col("method") == "kernel", pl.col("seed") == 1)
+        .then(pl.lit(-1.0))
+        .otherwise(pl.col("rel_error")),
+    )
+    stale.write_parquet(path)
+    calls = []
+    real = suite.run_one
+
+    def counted(game, method, budget, seed, *args):
+        calls.append((method, seed))
+        return real(game, method, budget, seed, *args)
+
+    monkeypatch.setattr(suite, "run_one", counted)
+    runs = suite.run_suite(tmp_path, methods=["leverage", "kernel"], seeds=[0, 1], **grid)
+    assert calls == [("kernel", 1)]
+    assert runs.height == 4 and runs.unique(["seed", "method"]).height == 4
+    assert (runs["rel_error"] >= 0).all()
+    assert set(runs["version"]) == {producer_version("kernel")}
+    assert pl.read_parquet(path).height == 4  # the stale run is gone from the cache
+
+
+def test_producer_versions_name_the_library() -> None:
+    assert producer_version("leverage").startswith("ferroshap ")
+    assert producer_version("leverage") == producer_version("auto")
+    assert producer_version("shapiq-kernel").startswith("shapiq ")

@@ -9,7 +9,11 @@ model rows.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +31,7 @@ __all__ = [
     "ferroshap_estimator",
     "library_of",
     "make_estimator",
+    "producer_version",
     "recipes",
 ]
 
@@ -137,3 +142,30 @@ def make_estimator(name: str) -> Estimator:
 def library_of(name: str) -> str:
     """``"ferroshap"``, ``"shap"`` or ``"shapiq"``."""
     return PEERS[name].library if name in PEERS else "ferroshap"
+
+
+def producer_version(name: str) -> str:
+    """What produced a run of estimator ``name``, for the suite's cache of runs: a peer's library
+    and its version (``"shapiq 1.8.0"``); for ferroshap its version and a digest of the installed
+    package's files (Python sources and compiled core), so that a changed estimator is run again
+    while an unchanged peer is not."""
+    library = library_of(name)
+    if library != "ferroshap":
+        try:
+            return f"{library} {metadata.version(library)}"
+        except metadata.PackageNotFoundError:
+            return f"{library} (not installed)"
+    return f"ferroshap {fs.__version__} {_package_digest()}"
+
+
+@functools.cache
+def _package_digest() -> str:
+    """SHA-256 (first 12 hex digits) of the ferroshap package's ``.py`` files and compiled
+    modules, in path order."""
+    root = Path(fs.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".so", ".pyd") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]

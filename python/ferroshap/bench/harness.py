@@ -9,7 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.bench.estimators import check_estimators, library_of, make_estimator
+from ferroshap.bench.estimators import (
+    check_estimators,
+    library_of,
+    make_estimator,
+    producer_version,
+)
 from ferroshap.bench.games import BenchGame, make_game
 from ferroshap.bench.metrics import (
     kendall,
@@ -69,6 +74,7 @@ def run_one(
         "n": game.n,
         "method": method,
         "library": library_of(method),
+        "version": producer_version(method),
         "budget": budget,
         "exact": budget >= 2**game.n,
         "seed": seed,

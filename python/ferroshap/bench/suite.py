@@ -7,7 +7,10 @@ Grid: games (:data:`GRID_GAMES`, or any of :data:`SUITE_GAMES`) x budgets ``{5n,
 ``<out>/cells/``, rewritten (through a temporary file) after every seed of it, so an interrupted
 suite loses at most the seed it was running and resumes there, and no run is counted twice. A rerun
 with more estimators or more seeds runs only the (seed, estimator) pairs a cell lacks, so the seeds
-of a long grid can be gathered over several runs (``--first-seed`` / ``--seeds``). The summary
+of a long grid can be gathered over several runs (``--first-seed`` / ``--seeds``). A run recorded
+by another version of its producer (:func:`~ferroshap.bench.estimators.producer_version`: a peer's
+library version; ferroshap's version and a digest of its files) counts as missing and is replaced:
+peers run once per library version, ferroshap's estimators again after each change of its code. The summary
 gives, per cell and estimator, the median error over seeds, the ratio to the best peer's, and the
 wall seconds per explained row.
 
@@ -29,7 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ferroshap.bench.estimators import available_estimators, check_estimators, library_of
+from ferroshap.bench.estimators import (
+    available_estimators,
+    check_estimators,
+    library_of,
+    producer_version,
+)
 from ferroshap.bench.games import (
     BenchGame,
     forest_game,
@@ -226,8 +234,9 @@ def run_suite(
         work = sorted(tasks.values(), key=lambda task: -sum(map(_cost, task)))
         _run_in_processes(folder, work, jobs, report)
     wanted = [folder / f"{c.key}.parquet" for c in grid]
-    runs = pl.concat([pl.read_parquet(p) for p in wanted], how="diagonal_relaxed")
-    return runs.filter(pl.col("method").is_in(methods), pl.col("seed").is_in(list(seeds)))
+    runs = pl.concat([_read_cell(p) for p in wanted], how="diagonal_relaxed")
+    runs = runs.filter(pl.col("method").is_in(methods), pl.col("seed").is_in(list(seeds)))
+    return _current_runs(runs)
 
 
 def _cost(work: tuple[Cell, Todo]) -> int:
@@ -238,15 +247,34 @@ def _cost(work: tuple[Cell, Todo]) -> int:
 
 def _missing_runs(path: Path, methods: Sequence[str], seeds: Sequence[int]) -> Todo:
     """The ``(seed, methods)`` runs that the checkpoint at ``path`` lacks (all of them without
-    one), seeds in the given order, a seed only where some method is missing."""
-    import polars as pl
-
-    done: set[tuple[int, str]] = set()
-    if path.exists():
-        previous = pl.read_parquet(path, columns=["seed", "method"])
-        done = set(zip(previous["seed"].to_list(), previous["method"].to_list(), strict=True))
+    one), seeds in the given order, a seed only where some method is missing. A run recorded by
+    another version of its producer (:func:`~ferroshap.bench.estimators.producer_version`)
+    counts as missing."""
+    done = set(_current_runs(_read_cell(path)).select("seed", "method").iter_rows())
     todo = [(seed, [m for m in methods if (seed, m) not in done]) for seed in seeds]
     return [(seed, missing) for seed, missing in todo if missing]
+
+
+def _read_cell(path: Path) -> Any:
+    """The runs of a cell's checkpoint (an empty frame without one; ``version`` is empty in
+    checkpoints written before runs recorded it)."""
+    import polars as pl
+
+    if not path.exists():
+        return pl.DataFrame(schema={"seed": pl.Int64, "method": pl.String, "version": pl.String})
+    frame = pl.read_parquet(path)
+    if "version" not in frame.columns:
+        frame = frame.with_columns(version=pl.lit(""))
+    return frame
+
+
+def _current_runs(frame: Any) -> Any:
+    """The rows of ``frame`` recorded by the installed version of their producer."""
+    import polars as pl
+
+    versions = {m: producer_version(m) for m in frame["method"].unique().to_list()}
+    current = pl.col("method").replace_strict(versions, default="") == pl.col("version")
+    return frame.filter(current)
 
 
 def _run_cells(
@@ -267,14 +295,15 @@ def _run_cells(
             game = SUITE_GAMES[cell.game][1](cell.background)
             assert game.n == cell.n, f"{cell.game} has {game.n} players, SUITE_GAMES says {cell.n}"
         path = folder / f"{cell.key}.parquet"
-        frame = pl.read_parquet(path) if path.exists() else None  # read once, then kept here
+        # read once, then kept here; runs of other producer versions are dropped (replaced)
+        frame = _current_runs(_read_cell(path))
         for seed, methods in todo:
             records = [
                 run_one(game, method, cell.budget, seed) | {"background": cell.background}
                 for method in methods
             ]
             new = pl.DataFrame(records).with_columns(cell=pl.lit(cell.key), game=pl.lit(cell.game))
-            frame = new if frame is None else pl.concat([frame, new], how="diagonal_relaxed")
+            frame = pl.concat([frame, new], how="diagonal_relaxed")
             partial = path.with_suffix(".parquet.tmp")
             frame.write_parquet(partial)
             os.replace(partial, path)
