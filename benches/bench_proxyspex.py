@@ -1,13 +1,15 @@
 """ProxySPEX: ferroshap against shapiq.ProxySPEX on the same game and budget (issue 4).
 
-Game: sum of 40 unanimity terms of order 1-4 on n = 64 players, Gaussian noise with
-sigma = 0.05 std(v) over uniform masks. Reported per implementation and budget: wall time (game
-calls, proxy fit, extraction + refit), faithfulness R² on 1 000 held-out uniform masks against
-the noiseless game, Shapley relative error against the closed form, terms returned. Then the
-extraction time alone for 1 000 depth-5 trees at n = 128 (model text → summed coefficients).
+Game: sum of 40 unanimity terms of order 1-4 on n = 64 players (``--players``), Gaussian noise
+with sigma = 0.05 std(v) over uniform masks (``--noise``). Reported per implementation and
+budget: wall time (game calls, proxy fit, extraction + refit), faithfulness R² on 1 000 held-out
+uniform masks against the noiseless game, Shapley relative error against the closed form, terms
+returned. Then the extraction time alone for 1 000 depth-5 trees at n = 128 (model text →
+summed coefficients).
 
-    python benches/bench_proxyspex.py [--quick] [--budgets 1000 4000] [--seeds 0 1 2]
+    python benches/bench_proxyspex.py [--quick] [--budgets 1000 4000] [--seeds 0 1 2] [--players 96]
     python benches/bench_proxyspex.py --large --seeds 0 1 2 3 4 5 6 7 8 9   # n = 1000
+    python benches/bench_proxyspex.py --large --terms 300 --order 4          # another sparse game
 """
 
 from __future__ import annotations
@@ -47,10 +49,10 @@ def score(
     return r2, relative_l2_error(surrogate.shapley_values(), soum.shapley)
 
 
-def run(budget: int, seed: int, n: int = 64) -> list[str]:
+def run(budget: int, seed: int, n: int = 64, noise: float = 0.05) -> list[str]:
     soum = SumOfUnanimity.random(n, 40, 4, seed)
     rng = np.random.default_rng(seed + 1000)
-    sd = 0.05 * soum(rng.random((5000, n)) < 0.5).std()
+    sd = noise * soum(rng.random((5000, n)) < 0.5).std()
     test = rng.random((1000, n)) < 0.5
     rows = []
 
@@ -88,14 +90,17 @@ def run(budget: int, seed: int, n: int = 64) -> list[str]:
     return rows
 
 
-def large(seed: int, n: int = 1000, budget: int = 5000) -> dict[str, float]:
-    """ProxySPEX at ``n`` players: 100 unanimity terms of orders 1-3 with N(0, 1) coefficients,
-    noiseless; wall time with the game's included, and R² on 1 000 uniform held-out masks."""
-    soum = SumOfUnanimity.random(n, 100, 3, seed, normal=True)
+def large(
+    seed: int, n: int = 1000, budget: int = 5000, terms: int = 100, order: int = 3
+) -> dict[str, float]:
+    """ProxySPEX at ``n`` players: ``terms`` unanimity terms of orders 1-``order`` with N(0, 1)
+    coefficients, noiseless; wall time with the game's included, and R² on 1 000 uniform
+    held-out masks."""
+    soum = SumOfUnanimity.random(n, terms, order, seed, normal=True)
     test = np.random.default_rng(seed + 1000).random((1000, n)) < 0.5
     game = TimedGame(soum, 0.0, seed)
     start = time.perf_counter()
-    iv = fs.ProxySPEX(game, n_players=n, budget=budget, max_order=3, seed=seed).explain()
+    iv = fs.ProxySPEX(game, n_players=n, budget=budget, max_order=order, seed=seed).explain()
     total = time.perf_counter() - start
     d = iv.diagnostics
     y = soum(test)
@@ -111,13 +116,15 @@ def large(seed: int, n: int = 1000, budget: int = 5000) -> dict[str, float]:
     }
 
 
-def large_table(seeds: list[int], n: int = 1000, budget: int = 5000) -> list[str]:
+def large_table(
+    seeds: list[int], n: int = 1000, budget: int = 5000, terms: int = 100, order: int = 3
+) -> list[str]:
     """Markdown rows of :func:`large` per seed, then the medians."""
     rows = ["| seed | total s | game s | proxy fit s | extraction s | refit s | R² | trees |"]
     rows.append("|---|---|---|---|---|---|---|---|")
     runs = []
     for seed in seeds:
-        r = large(seed, n, budget)
+        r = large(seed, n, budget, terms, order)
         runs.append(r)
         rows.append(
             f"| {seed} | {r['total']:.2f} | {r['game']:.3f} | {r['proxy']:.2f} | "
@@ -158,6 +165,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="budget 1000, one seed")
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 4000])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--players", type=int, default=64, help="n of the noisy game")
+    parser.add_argument("--noise", type=float, default=0.05, help="its noise, in std of v")
+    parser.add_argument("--terms", type=int, default=100, help="unanimity terms (--large)")
+    parser.add_argument("--order", type=int, default=3, help="their largest order (--large)")
     parser.add_argument(
         "--large",
         action="store_true",
@@ -165,8 +176,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.large:
-        print(f"ProxySPEX, n = 1000, budget 5000, {proxy_threads(4000 * 1000)} LightGBM threads")
-        print("\n".join(large_table(args.seeds)))
+        print(
+            f"ProxySPEX, n = 1000, budget 5000, {args.terms} terms of order <= {args.order}, "
+            f"{proxy_threads(4000 * 1000)} LightGBM threads"
+        )
+        print("\n".join(large_table(args.seeds, terms=args.terms, order=args.order)))
         return
     budgets, seeds = ([1000], [0]) if args.quick else (args.budgets, args.seeds)
     print(
@@ -176,7 +190,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for budget in budgets:
         for seed in seeds:
-            for row in run(budget, seed):
+            for row in run(budget, seed, args.players, args.noise):
                 print(row, flush=True)
     print(extraction(trees=200 if args.quick else 1000))
 

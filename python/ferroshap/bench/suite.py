@@ -10,9 +10,9 @@ with more estimators or more seeds runs only the (seed, estimator) pairs a cell 
 of a long grid can be gathered over several runs (``--first-seed`` / ``--seeds``). A run recorded
 by another version of its producer (:func:`~ferroshap.bench.estimators.producer_version`: a peer's
 library version; ferroshap's version and a digest of its files) counts as missing and is replaced:
-peers run once per library version, ferroshap's estimators again after each change of its code. The summary
-gives, per cell and estimator, the median error over seeds, the ratio to the best peer's, and the
-wall seconds per explained row.
+peers run once per library version, ferroshap's estimators again after each change of its code.
+The summary gives, per cell and estimator, the median error over seeds, the ratio to the best
+peer's, and the wall seconds per explained row.
 
 Estimators are every name of :func:`ferroshap.bench.estimators.all_estimators`, so besides the
 methods and peers the suite runs, when named, the recipes of ``method="auto"`` that no method

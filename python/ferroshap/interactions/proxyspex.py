@@ -418,13 +418,29 @@ class ProxySPEX:
         # short of data: the proxy's ranking is uncertain, and a second fit or a ridge is cheap
         short = masks.size < REFIT_PROXY_CELLS and proxy_r2 < REFIT_PROXY_R2
         try_ridge = self.ridge or (self.ridge is None and short)
+        refit_proxy = short if self.refit_proxy is None else self.refit_proxy
+        final = dict(params)
+        if "num_threads" not in self.proxy_params:
+            final["num_threads"] = proxy_threads(masks.size)
+        # the second proxy (on every mask, as many rounds per mask as the first kept) needs only
+        # the first's tree count: single-threaded, it runs beside the selections
+        rounds = math.ceil((booster.best_iteration or booster.num_trees()) * len(masks) / split)
+        beside = refit_proxy and final["num_threads"] == 1
+
+        def second_proxy() -> tuple[Any, float]:
+            began = time.perf_counter()
+            return fit_proxy(final, (masks, values), rounds=rounds), time.perf_counter() - began
+
         calls: list[Callable[[], Any]] = [
             lambda basis=basis: _core.select_support(spectrum, basis, *train, *validation)
             for basis in SELECTION_BASES
         ]
         if try_ridge:
             calls.append(lambda: _core.select_ridge(spectrum, *train, *validation))
-        *selections, ridge_selection = [*in_threads(calls), *([] if try_ridge else [None])]
+        # the fit first: it is the longest call, and starts at once on a thread of its own
+        results = in_threads([*([second_proxy] if beside else []), *calls])
+        second = results.pop(0) if beside else None
+        *selections, ridge_selection = [*results, *([] if try_ridge else [None])]
         weight, validation_r2 = blend_weight([s[2] for s in selections], validation[1])
         penalty = None
         if ridge_selection is not None:
@@ -436,15 +452,9 @@ class ProxySPEX:
         times["seconds_refit"] = time.perf_counter() - start
 
         trees = booster.best_iteration or booster.num_trees()
-        refit_proxy = short if self.refit_proxy is None else self.refit_proxy
         if refit_proxy:
-            start = time.perf_counter()
-            rounds = math.ceil(trees * len(masks) / split)
-            final = dict(params)
-            if "num_threads" not in self.proxy_params:
-                final["num_threads"] = proxy_threads(masks.size)
-            booster = fit_proxy(final, (masks, values), rounds=rounds)
-            times["seconds_proxy"] += time.perf_counter() - start
+            booster, seconds = second if second is not None else second_proxy()
+            times["seconds_proxy"] += seconds
             start = time.perf_counter()
             spectrum = proxy_spectrum(booster, n)
             times["seconds_extraction"] += time.perf_counter() - start
