@@ -101,6 +101,7 @@ def explainer(n: int, background: int, rows: int, **options: object) -> dict:
 CASES = [
     explainer(6, 10, 10),  # the false refusal; auto: exact
     explainer(20, 10, 2, budget=300),  # auto: a LightGBM proxy
+    explainer(500, 4, 2, budget=10000, method="proxy-leverage"),  # LightGBM on many players
     explainer(12, 20, 10, method="exact", outputs=4),
     explainer(200, 20, 2, budget=6000, method="kernel"),
     explainer(1200, 1, 1, budget=8000, method="leverage"),  # the solver dominates
