@@ -113,9 +113,36 @@ pub fn fill_masked_inputs<T: Copy + Send + Sync>(
     if block == 0 {
         return Ok(());
     }
-    out.par_chunks_mut(block)
+    let pairs = out
+        .par_chunks_mut(block)
         .zip(mask_index.par_iter().zip(row_index.par_iter()))
-        .for_each_init(
+        // a pair's block can be one short row: keep enough of them per task that rayon's
+        // scheduling stays small next to the copying
+        .with_min_len(PAIRS_PER_TASK.div_ceil(block).max(1));
+    if let Coalitions::Packed {
+        matrix,
+        player_of_feature: None,
+    } = sources.masks
+    {
+        // one player per feature: read the coalition's bits in place, a word at a time
+        pairs.for_each(|(dst, (&mi, &ri))| {
+            let bits = matrix.row(mi);
+            let x = &sources.rows[ri * n..(ri + 1) * n];
+            for (dst_row, bg_row) in dst
+                .chunks_exact_mut(n)
+                .zip(sources.background.chunks_exact(n))
+            {
+                let words = dst_row
+                    .chunks_mut(64)
+                    .zip(x.chunks(64))
+                    .zip(bg_row.chunks(64));
+                for (&word, ((d, xs), bs)) in bits.iter().zip(words) {
+                    select(d, xs, bs, word);
+                }
+            }
+        });
+    } else {
+        pairs.for_each_init(
             || vec![false; n],
             |scratch, (dst, (&mi, &ri))| {
                 let mask = sources.masks.row(mi, n, scratch);
@@ -132,7 +159,19 @@ pub fn fill_masked_inputs<T: Copy + Send + Sync>(
                 }
             },
         );
+    }
     Ok(())
+}
+
+/// Output values per rayon task, at least (a few pages: more than scheduling costs).
+const PAIRS_PER_TASK: usize = 4096;
+
+/// `d[j] = if bit j of word { x[j] } else { b[j] }` for up to 64 features.
+#[inline]
+fn select<T: Copy>(d: &mut [T], x: &[T], b: &[T], word: u64) {
+    for (j, ((d, &xi), &bi)) in d.iter_mut().zip(x).zip(b).enumerate() {
+        *d = if (word >> j) & 1 == 1 { xi } else { bi };
+    }
 }
 
 fn check_pairs<T>(
@@ -238,6 +277,52 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn packed_coalitions_of_many_words_give_the_inputs_of_their_indicators() {
+        // n = 130: three words per coalition, the last one partial; 3 background rows; enough
+        // pairs that the parallel loop splits them
+        let (n, b, m) = (130, 3, 40);
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let indicators: Vec<bool> = (0..m * n).map(|_| next() % 2 == 1).collect();
+        let mut matrix = CoalitionMatrix::new(n);
+        for row in indicators.chunks(n) {
+            let mut words = vec![0u64; 3];
+            for (j, _) in row.iter().enumerate().filter(|(_, &inside)| inside) {
+                words[j / 64] |= 1 << (j % 64);
+            }
+            matrix.push(&words);
+        }
+        let rows: Vec<f64> = (0..5 * n).map(|v| v as f64).collect();
+        let background: Vec<f64> = (0..b * n).map(|v| -(v as f64) - 1.0).collect();
+        let pairs = 500;
+        let mask_index: Vec<usize> = (0..pairs).map(|j| (j * 7) % m).collect();
+        let row_index: Vec<usize> = (0..pairs).map(|j| j % 5).collect();
+        let fill = |masks| {
+            let sources = MaskSources {
+                n_features: n,
+                masks,
+                rows: &rows,
+                background: &background,
+            };
+            let mut out = vec![0.0; pairs * b * n];
+            fill_masked_inputs(&mut out, sources, &mask_index, &row_index).map(|()| out)
+        };
+        let packed = Coalitions::Packed {
+            matrix: &matrix,
+            player_of_feature: None,
+        };
+        assert_eq!(
+            fill(packed).unwrap(),
+            fill(Coalitions::Indicators(&indicators)).unwrap()
+        );
     }
 
     #[test]
