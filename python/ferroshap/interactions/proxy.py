@@ -4,12 +4,12 @@ the proxy-adjusted Shapley estimators), its fit, its predictions and its exact s
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 import numpy as np
 
 from ferroshap import _core
+from ferroshap.query.threads import available_cpus
 
 __all__ = [
     "ADJUSTMENT_PARAMS",
@@ -121,9 +121,7 @@ def proxy_threads(cells: int) -> int:
     """
     if cells < PARALLEL_CELLS:
         return 1
-    affinity = getattr(os, "sched_getaffinity", None)
-    cpus = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
-    return max(1, min(MAX_PROXY_THREADS, cpus))
+    return min(MAX_PROXY_THREADS, available_cpus())
 
 
 def fit_proxy(
