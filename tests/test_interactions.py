@@ -333,3 +333,9 @@ def test_plot_bad_input(plt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match=r"ferroshap\[bench\]"):
         iv.plot()
+
+
+def test_orders_are_the_key_sizes() -> None:
+    f = random_moebius(9, 30, seed=3).to_fourier()
+    assert f.orders().tolist() == [len(key) for key in f.keys()]
+    assert f.orders().dtype == np.int64

@@ -224,6 +224,8 @@ class SparseFunction:
         """The keys, sorted by size then players."""
     def coefficients(self) -> NDArray[np.float64]:
         """The coefficients, in the order of :meth:`keys`."""
+    def orders(self) -> NDArray[np.int64]:
+        """The size of each key, in the order of :meth:`keys` (without building the keys)."""
     def to_moebius(self) -> SparseFunction:
         """The same function in the Moebius basis."""
     def to_fourier(self) -> SparseFunction:

@@ -173,6 +173,15 @@ impl PySparseFunction {
         PyArray1::from_vec(py, c)
     }
 
+    fn orders<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        let sizes = self
+            .inner
+            .terms()
+            .iter()
+            .map(|(k, _)| k.players().len() as i64);
+        PyArray1::from_vec(py, sizes.collect())
+    }
+
     fn to_moebius(&self, py: Python<'_>) -> PyResult<Self> {
         let inner = py
             .detach(|| guarded(|| to_moebius(&self.inner)))
