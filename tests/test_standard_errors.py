@@ -179,3 +179,17 @@ def test_standard_errors_are_computed_when_read_and_survive_pickling() -> None:
     copy = pickle.loads(pickle.dumps(ex))
     np.testing.assert_array_equal(copy.standard_errors, ex.standard_errors)
     np.testing.assert_array_equal(copy.values, ex.values)
+
+
+@pytest.mark.parametrize("method", ["auto", "kernel", "leverage", "unbiased", "permutation"])
+@pytest.mark.parametrize("budget", [40, 200])
+def test_a_constant_game_gets_exact_zeros_and_zero_errors(method: str, budget: int) -> None:
+    # the same value on every coalition: every estimator is exact, to the last bit
+    bg = np.random.default_rng(0).normal(size=(5, 10))
+    x = np.random.default_rng(1).normal(size=(3, 10))
+    ex = fs.Explainer(lambda z: np.full(len(z), 3.0), bg, method=method, budget=budget, seed=0)(x)
+    assert not ex.values.any()
+    assert not ex.standard_errors.any()
+    assert not fs.shapley_values(
+        lambda m: np.full(len(m), -2.0), 10, method=method, budget=budget
+    ).any()

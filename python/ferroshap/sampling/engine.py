@@ -218,7 +218,11 @@ def estimate_values(
     """Shapley values ``[R, n]`` per design from its values ``[m, R]``, adjusted by ``proxy``
     (a method of :data:`PROXY_METHODS`) if given, and functions computing their standard errors
     (``[R, n]`` per design, see ``docs/standard-errors.md``: computed when read, as they cost
-    several times the estimate); warn on rank deficiency."""
+    several times the estimate); warn on rank deficiency.
+
+    A column whose values are all equal (a game constant on every evaluated coalition) gets
+    exactly 0 and standard errors of exactly 0, whatever the estimator (they would otherwise
+    carry its rounding, ~1e-16)."""
     values = [np.ascontiguousarray(v) for v in values]
     phis = [design.estimate(v) for design, v in zip(designs, values, strict=True)]
     n = designs[0].n_players
@@ -235,12 +239,25 @@ def estimate_values(
         errors = [
             partial(design.standard_errors, v) for design, v in zip(designs, values, strict=True)
         ]
-        return phis, errors
-    adjusted = [
-        adjust_with_errors(proxy, design, v, phi, cross_fit)
-        for design, v, phi in zip(designs, values, phis, strict=True)
-    ]
-    return [phi for phi, _ in adjusted], [error for _, error in adjusted]
+    else:
+        adjusted = [
+            adjust_with_errors(proxy, design, v, phi, cross_fit)
+            for design, v, phi in zip(designs, values, phis, strict=True)
+        ]
+        phis, errors = [phi for phi, _ in adjusted], [error for _, error in adjusted]
+    constant = [np.ptp(v, axis=0) == 0 for v in values]
+    return (
+        [np.where(c[:, None], 0.0, phi) for c, phi in zip(constant, phis, strict=True)],
+        [
+            partial(_zero_where, c, error) if c.any() else error
+            for c, error in zip(constant, errors, strict=True)
+        ],
+    )
+
+
+def _zero_where(constant: np.ndarray, errors: Callable[[], np.ndarray]) -> np.ndarray:
+    """``errors()`` ``[R, n]`` with the rows of the ``constant`` columns set to 0."""
+    return np.where(constant[:, None], 0.0, errors())
 
 
 class NullPlayers:
