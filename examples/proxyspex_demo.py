@@ -43,7 +43,7 @@ def main() -> None:
     ).explain()
     seconds = time.perf_counter() - start
 
-    error = relative_l2_error(iv.shapley_values(), clean.shapley)
+    error = relative_l2_error(iv.shapley_values().values[0], clean.shapley)
     held_out = np.random.default_rng(2).random((1000, n)) < 0.5
     d = iv.diagnostics
     print(f"ProxySPEX on n={n} players, budget={budget} masks: {seconds:.2f} s")

@@ -102,7 +102,9 @@ def test_proxyspex_rows_are_explained_one_by_one(table) -> None:
         expected = [spex.explain(x) for x in head.select(COLUMNS).to_numpy()]
     exact = make_exact_explainer(background)(head.select(COLUMNS).to_numpy()).values
     for row, iv, truth in zip(out.iter_rows(), expected, exact, strict=True):
-        np.testing.assert_allclose(row[1 : 1 + N], iv.shapley_values(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            row[1 : 1 + N], iv.shapley_values().values[0], rtol=1e-12, atol=1e-12
+        )
         np.testing.assert_allclose(row[1 : 1 + N], truth, rtol=1e-9, atol=1e-9)
 
 

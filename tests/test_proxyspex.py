@@ -35,7 +35,7 @@ def test_sum_of_unanimity_games(
         soum, n_players=n, budget=budget, max_order=order, index="Moebius", seed=1
     ).explain()
     assert iv.n_evaluations == budget
-    assert relative_l2_error(iv.shapley_values(), soum.shapley) < sv_tolerance
+    assert relative_l2_error(iv.shapley_values().values[0], soum.shapley) < sv_tolerance
     truth = true_terms(soum)
     large = {k: c for k, c in truth.items() if abs(c) > 0.3}
     recovered = [k for k, c in large.items() if abs(iv.values.get(k, 0.0) - c) < 0.1 * abs(c)]
@@ -62,7 +62,9 @@ def test_same_seed_same_values_bit_for_bit() -> None:
     first = fs.ProxySPEX(soum, n_players=20, budget=300, seed=7).explain()
     second = fs.ProxySPEX(soum, n_players=20, budget=300, seed=7).explain()
     assert first.values == second.values
-    np.testing.assert_array_equal(first.shapley_values(), second.shapley_values())
+    np.testing.assert_array_equal(
+        first.shapley_values().values[0], second.shapley_values().values[0]
+    )
 
 
 def test_masks_are_distinct_and_include_empty_and_full() -> None:
@@ -81,7 +83,7 @@ def test_baseline_masker_on_an_additive_model() -> None:
         lambda z: z @ w, masker=fs.maskers.Baseline(background), budget=200, index="SV"
     )
     iv = explainer.explain(x)
-    np.testing.assert_allclose(iv.shapley_values(), w * 0.5, atol=1e-8)
+    np.testing.assert_allclose(iv.shapley_values().values[0], w * 0.5, atol=1e-8)
     np.testing.assert_allclose(iv.base_values, [background[0] @ w])
 
 
@@ -249,7 +251,7 @@ def test_refitting_the_proxy_on_every_mask_helps_on_noisy_sparse_games() -> None
                 refit_proxy=refit,
             ).explain()
             assert iv.diagnostics["refit_proxy"] is (refit is None)
-            errors[refit].append(relative_l2_error(iv.shapley_values(), soum.shapley))
+            errors[refit].append(relative_l2_error(iv.shapley_values().values[0], soum.shapley))
     assert np.median(errors[None]) < np.median(errors[False]), errors
     exact = fs.ProxySPEX(
         SumOfUnanimity.random(20, 5, 2, 0), n_players=20, budget=400, seed=0
@@ -325,7 +327,7 @@ def test_the_proxy_scaled_ridge_where_the_proxy_is_short_of_data() -> None:
         for ridge in (True, False):
             iv = fs.ProxySPEX(soum, n_players=n, budget=500, seed=seed, ridge=ridge).explain()
             assert iv.diagnostics["fit"] == ("ridge" if ridge else "sparse")
-            errors[ridge].append(relative_l2_error(iv.shapley_values(), soum.shapley))
+            errors[ridge].append(relative_l2_error(iv.shapley_values().values[0], soum.shapley))
     assert np.median(errors[True]) < np.median(errors[False]), errors
     game = SumOfUnanimity.random(20, 5, 2, 0)
     exact = fs.ProxySPEX(game, n_players=20, budget=400, seed=0, index="Moebius").explain()

@@ -24,7 +24,7 @@ def assert_efficient(iv: fs.Interactions, game: object, n: int) -> None:
     value is v(∅), and the diagnostic gap is zero."""
     v = np.asarray(game(corners(n)), dtype=float)  # type: ignore[operator]
     scale = max(1.0, float(np.abs(v).max()))
-    assert iv.shapley_values().sum() == pytest.approx(v[1] - v[0], abs=1e-9 * scale)
+    assert iv.shapley_values().values[0].sum() == pytest.approx(v[1] - v[0], abs=1e-9 * scale)
     assert iv.base_values[0] == pytest.approx(v[0], abs=1e-9 * scale)
     assert iv.diagnostics["efficiency_gap"] == pytest.approx(0.0, abs=1e-9 * scale)
 
@@ -48,7 +48,7 @@ def test_a_sparse_fourier_game_is_recovered_and_efficient() -> None:
     for key, value in zip(moebius.keys(), moebius.coefficients(), strict=True):
         if key:
             assert iv.values[key] == pytest.approx(value, abs=1e-9)
-    np.testing.assert_allclose(iv.shapley_values(), f.shapley_values(), atol=1e-9)
+    np.testing.assert_allclose(iv.shapley_values().values[0], f.shapley_values(), atol=1e-9)
 
 
 @pytest.mark.parametrize("ridge", [False, True])
@@ -63,7 +63,7 @@ def test_a_noisy_game_is_efficient_with_either_refit(ridge: bool) -> None:
     iv = fs.ProxySPEX(noisy, n_players=n, budget=500, seed=0, ridge=ridge).explain()
     assert iv.diagnostics["fit"] == ("ridge" if ridge else "sparse")
     values = noisy(corners(n))
-    assert iv.shapley_values().sum() == pytest.approx(values[1] - values[0], abs=1e-9)
+    assert iv.shapley_values().values[0].sum() == pytest.approx(values[1] - values[0], abs=1e-9)
     assert iv.predict(corners(n)) == pytest.approx(values, abs=1e-9)
     # k-SII is efficient: its values of orders 1..k sum to the game's total
     assert sum(iv.values.values()) == pytest.approx(values[1] - values[0], abs=1e-9)
@@ -108,7 +108,7 @@ def test_a_tabular_model_through_the_baseline_masker() -> None:
     for row in x[100:102]:
         iv = explainer.explain(row)
         total = model.predict(row[None])[0] - model.predict(background).mean()
-        assert iv.shapley_values().sum() == pytest.approx(total, abs=1e-9 * abs(y).max())
+        assert iv.shapley_values().values[0].sum() == pytest.approx(total, abs=1e-9 * abs(y).max())
         assert iv.diagnostics["efficiency_gap"] == pytest.approx(0.0, abs=1e-9 * abs(y).max())
 
 
@@ -180,7 +180,9 @@ def test_outlying_corners_are_corrected_without_bending_the_fit() -> None:
     inner = np.random.default_rng(0).random((200, n)) < 0.5
     np.testing.assert_array_equal(corrected.predict(inner), plain.predict(inner))
     np.testing.assert_allclose(corrected.predict(corners(n)), spiked(corners(n)), atol=1e-9)
-    shift = corrected.shapley_values() - plain.shapley_values()
+    shift = corrected.shapley_values().values[0] - plain.shapley_values().values[0]
     np.testing.assert_allclose(shift, (b - a) / n, atol=1e-12)
-    assert sum(corrected.values.values()) == pytest.approx(corrected.shapley_values().sum())
+    assert sum(corrected.values.values()) == pytest.approx(
+        corrected.shapley_values().values[0].sum()
+    )
     assert_efficient(corrected, spiked, n)

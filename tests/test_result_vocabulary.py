@@ -87,3 +87,25 @@ def test_every_result_has_the_vocabulary() -> None:
         assert names is None or len(names) == result.n_players
     assert (sequences.method, sequences.estimator) == ("fourier-sketch", "fourier-sketch")
     assert sequences.budget == sketch.shapley_values(["ACGT"]).budget
+
+
+def test_interactions_shapley_values_are_an_explanation() -> None:
+    weights = np.array([1.0, -2.0, 0.5, 3.0])
+
+    def game(masks: np.ndarray) -> np.ndarray:
+        return masks @ weights + 2.0 * masks[:, 0] * masks[:, 3] + 1.0
+
+    spex = fs.ProxySPEX(game, n_players=4, budget=48, feature_names=list("abcd"))
+    with pytest.warns(UserWarning, match="enumeration"):
+        iv = spex.explain()
+    ex = iv.shapley_values()
+    assert isinstance(ex, fs.Explanation)
+    np.testing.assert_allclose(ex.values, [weights + np.array([1.0, 0.0, 0.0, 1.0])], atol=1e-12)
+    np.testing.assert_allclose(ex.base_values, [1.0], atol=1e-12)
+    assert ex.feature_names == list("abcd") and ex.n_players == 4 and len(ex) == 1
+    assert (ex.method, ex.estimator, ex.budget) == (iv.method, iv.estimator, iv.budget)
+    assert ex.diagnostics == iv.diagnostics and ex.standard_errors is None
+    assert ex.to_polars().columns == [*"abcd", "base_value"]
+    unnamed = fs.exact_interactions(game, 4, index="SV").shapley_values()
+    assert unnamed.feature_names == ["0", "1", "2", "3"]
+    np.testing.assert_allclose(unnamed.values, ex.values, atol=1e-12)

@@ -378,3 +378,10 @@ def test_sequence_interactions_convert_to_shapiq() -> None:
             assert values[key] == pytest.approx(value, abs=1e-12)
         assert values.baseline_value == pytest.approx(iv.base_values[r])
     assert iv.to_shapiq(1).baseline_value == pytest.approx(iv.base_values[1])
+
+
+def test_n_jobs_does_not_change_the_sketch() -> None:
+    f = SparseFunction(4, 10, 20, 3, seed=5)
+    default, single = fit(f, 6000), fit(f, 6000, n_jobs=1)
+    assert np.array_equal(default.keys, single.keys)
+    assert np.array_equal(default.coefficients, single.coefficients)

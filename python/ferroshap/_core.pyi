@@ -31,6 +31,7 @@ __all__ = [
     "refit_top",
     "select_ridge",
     "select_support",
+    "set_thread_limit",
     "sketch_plan",
 ]
 
@@ -40,6 +41,11 @@ def interrupt() -> None:
     """Stop every compiled-core call running on any thread: each raises ``KeyboardInterrupt``
     within a poll (~50 ms of its work). Signals reach Python's main thread only; a call running
     on a worker thread learns of Ctrl-C this way (calls on the main thread see it themselves)."""
+
+def set_thread_limit(threads: int) -> int:
+    """Run the parallel parts of the compiled-core calls this thread makes on ``threads``
+    threads (0: rayon's global pool, one thread per CPU or ``RAYON_NUM_THREADS``); returns the
+    previous limit. :func:`ferroshap.query.threads.limited` sets it for an engine's ``n_jobs``."""
 
 # --- the sampling engine: designs and plan (rust/python/src/sampling.rs) ---
 

@@ -81,7 +81,10 @@ def _proxyspex(model: Model, background: np.ndarray, X: np.ndarray, budget: int,
     masker = fs.maskers.Baseline(background)
     return np.stack(
         [
-            fs.ProxySPEX(model, masker=masker, budget=budget, seed=seed).explain(x).shapley_values()
+            fs.ProxySPEX(model, masker=masker, budget=budget, seed=seed)
+            .explain(x)
+            .shapley_values()
+            .values[0]
             for x in X
         ]
     )

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core
-from ferroshap.query.threads import available_cpus
+from ferroshap.query.threads import workers
 
 __all__ = [
     "ADJUSTMENT_PARAMS",
@@ -109,8 +109,9 @@ def proxy_learning_rate(n: int) -> float:
 def proxy_threads(cells: int) -> int:
     """LightGBM threads for a proxy fitted on ``cells`` = training masks x players.
 
-    One below :data:`PARALLEL_CELLS` (small fits gain nothing from threads); else the CPUs this
-    process may use, at most :data:`MAX_PROXY_THREADS` (docs/proxyspex.md, step 3): chosen from
+    One below :data:`PARALLEL_CELLS` (small fits gain nothing from threads); else the threads the
+    engine may use (:func:`~ferroshap.query.threads.workers`: its ``n_jobs``, or the CPUs this
+    process may use), at most :data:`MAX_PROXY_THREADS` (docs/proxyspex.md, step 3): chosen from
     the machine, never from its load, so that a call does the same work wherever it runs. The
     trees do not depend on the thread count, so neither do the results.
 
@@ -121,7 +122,7 @@ def proxy_threads(cells: int) -> int:
     """
     if cells < PARALLEL_CELLS:
         return 1
-    return min(MAX_PROXY_THREADS, available_cpus())
+    return min(MAX_PROXY_THREADS, workers())
 
 
 def fit_proxy(

@@ -44,7 +44,7 @@ from ferroshap.query.chunks import fingerprint
 from ferroshap.query.games import RawGame
 from ferroshap.query.loop import QueryOptions, single_output
 from ferroshap.query.models import resolve_model
-from ferroshap.query.threads import in_threads
+from ferroshap.query.threads import check_n_jobs, in_threads, limited
 from ferroshap.results.interactions import INDICES, Interactions
 from ferroshap.scores import r_squared
 from ferroshap.validation import (
@@ -173,6 +173,11 @@ class ProxySPEX:
         fit is corrected at ∅ and N alone (``iv.corners``), keeping its faithfulness elsewhere.
         ``False``: the values sum to the surrogate's ``f(N) - f(∅)``
         (``iv.diagnostics["efficiency_gap"]``). Measurements: docs/proxyspex.md, step 8.
+    n_jobs
+        Threads for the proxy fits, the support selections and the compiled core: ``None`` or
+        ``-1`` (default: every CPU this process may use), or at most this many (also the
+        default ``num_threads`` of the proxy). Results depend on it only by rounding (~1e-13
+        relative: the refit's linear algebra splits its sums by thread count).
 
     Examples
     --------
@@ -212,8 +217,10 @@ class ProxySPEX:
         refit_proxy: bool | None = None,
         ridge: bool | None = None,
         efficient: bool = True,
+        n_jobs: int | None = None,
     ) -> None:
         n_players = one_spelling(n_players, "n_players", n, "n")
+        self.n_jobs = check_n_jobs(n_jobs)
         self.refit_proxy = None if refit_proxy is None else check_flag(refit_proxy, "refit_proxy")
         self.ridge = None if ridge is None else check_flag(ridge, "ridge")
         self.efficient = check_flag(efficient, "efficient")
@@ -336,7 +343,8 @@ class ProxySPEX:
                 diagnostics={"estimated": False},
                 feature_names=names,
             )
-        return self._estimate(raw, n, names)
+        with limited(self.n_jobs):
+            return self._estimate(raw, n, names)
 
     def dataset_values(
         self, columns: list[str]
@@ -348,12 +356,12 @@ class ProxySPEX:
             raise InvalidArgumentError(
                 "explainer: a ProxySPEX on a raw game has no rows to explain; give it a masker"
             )
-        empty = np.zeros((1, len(columns)), dtype=bool)
 
         def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
-            explained = [self.explain(row) for row in frame.select(columns).to_numpy()]
-            phi = np.stack([iv.shapley_values() for iv in explained])
-            return phi, np.array([iv.predict(empty)[0] for iv in explained])
+            rows = frame.select(columns).to_numpy()
+            explained = [self.explain(row).shapley_values() for row in rows]
+            phi = np.concatenate([ex.values for ex in explained])
+            return phi, np.concatenate([ex.base_values for ex in explained])
 
         return [f"phi_{c}" for c in columns], values
 

@@ -1,16 +1,27 @@
-"""The thread pool of the engines' parallel steps (proxy fits, support selections), which
-Ctrl-C stops."""
+"""The engines' threads: the pool of their parallel steps (proxy fits, support selections),
+which Ctrl-C stops, and the ``n_jobs`` limit on it, on LightGBM and on the compiled core."""
 
 from __future__ import annotations
 
+import numbers
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TypeVar
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
 from ferroshap import _core
+from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
-__all__ = ["SIGNAL_POLL_SECONDS", "available_cpus", "in_threads"]
+__all__ = [
+    "SIGNAL_POLL_SECONDS",
+    "available_cpus",
+    "check_n_jobs",
+    "in_threads",
+    "limited",
+    "workers",
+]
 
 T = TypeVar("T")
 
@@ -25,18 +36,70 @@ def available_cpus() -> int:
     return max(1, len(affinity(0)) if affinity is not None else (os.cpu_count() or 1))
 
 
+_LIMIT: ContextVar[int | None] = ContextVar("ferroshap_n_jobs", default=None)
+"""The ``n_jobs`` of the engine call running in this context (``None``: every available CPU)."""
+
+
+def check_n_jobs(n_jobs: Any) -> int | None:
+    """``n_jobs`` as the engines read it: ``None`` or ``-1`` for every available CPU, else a
+    positive int. Errors name ``n_jobs``.
+
+    Examples
+    --------
+    >>> check_n_jobs(None), check_n_jobs(-1), check_n_jobs(2)
+    (None, None, 2)
+    """
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise InvalidTypeError(
+            f"n_jobs must be None or an int, got {type(n_jobs).__name__}", argument="n_jobs"
+        )
+    if int(n_jobs) == -1:
+        return None
+    if int(n_jobs) < 1:
+        raise InvalidArgumentError(
+            f"n_jobs must be a positive int, or -1 / None for every CPU; got {n_jobs}",
+            argument="n_jobs",
+        )
+    return int(n_jobs)
+
+
+def workers() -> int:
+    """Threads an engine may use now: its ``n_jobs`` (:func:`limited`), at most
+    :func:`available_cpus`; every available CPU without one."""
+    limit = _LIMIT.get()
+    cpus = available_cpus()
+    return cpus if limit is None else min(limit, cpus)
+
+
+@contextmanager
+def limited(n_jobs: int | None) -> Iterator[None]:
+    """Within the block, the engines use at most ``n_jobs`` threads (a value of
+    :func:`check_n_jobs`; ``None`` leaves them every available CPU): :func:`in_threads`'s pool,
+    LightGBM's threads (:func:`ferroshap.interactions.proxy.proxy_threads`) and the compiled
+    core's parallel parts (``_core.set_thread_limit``), on this thread and on the pool's."""
+    token = _LIMIT.set(n_jobs)
+    previous = _core.set_thread_limit(0 if n_jobs is None else n_jobs)
+    try:
+        yield
+    finally:
+        _core.set_thread_limit(previous)
+        _LIMIT.reset(token)
+
+
 def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
     """The results of ``calls`` (LightGBM fits or compiled-core calls, which release the GIL),
-    in order, run side by side on a thread pool of at most one thread per available CPU
-    (:func:`available_cpus`).
+    in order, run side by side on a thread pool of at most :func:`workers` threads, each
+    within the caller's ``n_jobs`` limit (:func:`limited`).
 
     Ctrl-C reaches Python's main thread only, which waits here: on it the calls not started are
     dropped and those still running are told to stop (:func:`ferroshap._core.interrupt`), so the
     pool shuts down within a poll of theirs instead of when they finish.
     """
-    workers = max(1, min(len(calls), available_cpus()))
-    with ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(call) for call in calls]
+    limit = _LIMIT.get()
+    with ThreadPoolExecutor(max(1, min(len(calls), workers()))) as pool:
+        futures = [pool.submit(_within, limit, call) for call in calls]
         try:
             pending = set(futures)
             while pending:  # wake often: the kernel may hand SIGINT to any thread
@@ -46,3 +109,9 @@ def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
             pool.shutdown(wait=False, cancel_futures=True)
             _core.interrupt()
             raise
+
+
+def _within(limit: int | None, call: Callable[[], T]) -> T:
+    """``call()`` on a pool thread, within the submitting thread's ``n_jobs`` ``limit``."""
+    with limited(limit):
+        return call()

@@ -16,6 +16,7 @@ import numpy as np
 from ferroshap import _core
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.query.games import RawGame
+from ferroshap.results.explanation import Explanation
 from ferroshap.scores import r_squared
 from ferroshap.validation import check_callable, check_choice, check_int
 
@@ -80,8 +81,8 @@ class Interactions:
     >>> iv = fs.exact_interactions(lambda m: m[:, 0] * m[:, 1] * 1.0, 3, index="k-SII")
     >>> iv.values
     {(0, 1): 1.0}
-    >>> iv.shapley_values()
-    array([0.5, 0.5, 0. ])
+    >>> iv.shapley_values().values
+    array([[0.5, 0.5, 0. ]])
     """
 
     values: dict[Key, float]
@@ -164,14 +165,39 @@ class Interactions:
         ranked = sorted(self.values.items(), key=lambda item: (-abs(item[1]), len(item[0])))
         return ranked[:k]
 
-    def shapley_values(self) -> np.ndarray:
-        """Shapley values ``[n_players]`` of the whole surrogate (not of the truncated values).
+    def shapley_values(self) -> Explanation:
+        """Shapley values of the whole surrogate (not of the truncated values), as an
+        :class:`~ferroshap.Explanation` of one explained row: the game's grand coalition.
 
-        They sum to ``v(N) - v(∅)`` of the surrogate with its :attr:`corners` (ProxySPEX makes
-        that the game's unless ``efficient=False``).
+        ``values`` is ``(1, n_players)`` and sums to ``v(N) - v(∅)`` of the surrogate with its
+        :attr:`corners` (ProxySPEX makes that the game's unless ``efficient=False``);
+        ``base_values`` is ``[v(∅)]`` of the same; ``data`` is the grand coalition (one row of
+        ``True``); ``feature_names`` are :attr:`feature_names` (``"0" .. "n-1"`` when unknown);
+        ``method``, ``estimator``, ``budget``, ``n_evaluations`` and ``diagnostics`` are this
+        result's. ``standard_errors`` is ``None``: the surrogate's values carry no sampling
+        estimate of their own.
+
+        Examples
+        --------
+        >>> import ferroshap as fs
+        >>> iv = fs.exact_interactions(lambda m: m[:, 0] * m[:, 1] + 1.0, 3, index="k-SII")
+        >>> ex = iv.shapley_values()
+        >>> ex.values.round(12), ex.base_values.round(12), ex.feature_names
+        (array([[0.5, 0.5, 0. ]]), array([1.]), ['0', '1', '2'])
         """
-        share = _corner_share(self.corners, self.n_players)
-        return self.surrogate.shapley_values() + share
+        n = self.n_players
+        phi = self.surrogate.shapley_values() + _corner_share(self.corners, n)
+        return Explanation(
+            values=phi[None, :],
+            base_values=self.predict(np.zeros((1, n), dtype=bool)),
+            data=np.ones((1, n), dtype=bool),
+            feature_names=list(self.feature_names or (str(i) for i in range(n))),
+            n_evaluations=self.n_evaluations,
+            method=self.method,
+            budget=self.budget,
+            estimator=self.estimator,
+            diagnostics=dict(self.diagnostics),
+        )
 
     def predict(self, masks: Any) -> np.ndarray:
         """The surrogate's values on the coalitions ``masks: bool[m, n_players]`` (with its
@@ -326,7 +352,7 @@ class Interactions:
                 if len(key) == 1:
                     nodes[key[0]] = v
         else:
-            nodes, node_source = self.shapley_values(), "Shapley value"
+            nodes, node_source = self.shapley_values().values[0], "Shapley value"
         angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n
         xy = np.column_stack([np.cos(angle), np.sin(angle)])
         if ax is None:

@@ -24,6 +24,7 @@ from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
 from ferroshap.query.games import DesignMasks, RawGame, apply_link
 from ferroshap.query.loop import QueryOptions
+from ferroshap.query.threads import check_n_jobs, limited
 from ferroshap.sampling.auto import AUTO, Recipe, resolve
 from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust_with_errors, check_cross_fit
 from ferroshap.validation import (
@@ -74,6 +75,7 @@ def shapley_values(
     groups: GroupsArgument | None = None,
     cross_fit: int | None = None,
     max_memory: int | None = None,
+    n_jobs: int | None = None,
 ) -> np.ndarray:
     """Shapley values of a game given as a function of coalitions.
 
@@ -84,7 +86,7 @@ def shapley_values(
         ``masks[j, i]`` is true when player ``i`` is in coalition ``j``.
     n_players
         Number of players ``n``.
-    method, budget, seed, paired, cross_fit, max_memory
+    method, budget, seed, paired, cross_fit, max_memory, n_jobs
         As for :class:`Explainer`.
     groups
         Player groups (a dict name → player indices, or a list of index lists), each one player
@@ -114,17 +116,11 @@ def shapley_values(
     budget = check_budget(budget, method, n)
     cross_fit = check_cross_fit(cross_fit, method)
     raw = RawGame(game, n_features, options=options)
-    phi, _, _, _, _ = game_values(
-        raw,
-        grouped,
-        method,
-        budget,
-        check_seed(seed),
-        check_flag(paired, "paired"),
-        cross_fit,
-        max_memory,
-        "shapley_values",
-    )
+    seed, paired = check_seed(seed), check_flag(paired, "paired")
+    with limited(check_n_jobs(n_jobs)):
+        phi, _, _, _, _ = game_values(
+            raw, grouped, method, budget, seed, paired, cross_fit, max_memory, "shapley_values"
+        )
     return phi if raw.output_shape else phi[0]
 
 

@@ -21,6 +21,7 @@ from ferroshap.query.frames import Table, frame_model, read_rows_like, read_tabl
 from ferroshap.query.games import LINKS, RawGame, TabularGame
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.models import resolve_model
+from ferroshap.query.threads import check_n_jobs, limited
 from ferroshap.results.explanation import Explanation
 from ferroshap.sampling.auto import AUTO, Recipe, resolve
 from ferroshap.sampling.engine import (
@@ -134,6 +135,10 @@ class Explainer:
         Cap in bytes on the estimated peak memory (default: half of the available memory,
         see :mod:`ferroshap.memory`); above it an ``InvalidArgumentError`` naming ``n``,
         ``budget`` and the estimate is raised before anything large is allocated.
+    n_jobs
+        Threads for the parallel steps (proxy fits of many rows and outputs, LightGBM, the
+        compiled core's parallel parts): ``None`` or ``-1`` (default: every CPU this process
+        may use), or at most this many. Results do not depend on it.
 
     Notes
     -----
@@ -179,7 +184,9 @@ class Explainer:
         per_row_design: bool = False,
         cross_fit: int | None = None,
         max_memory: int | None = None,
+        n_jobs: int | None = None,
     ) -> None:
+        self.n_jobs = check_n_jobs(n_jobs)
         if max_memory is not None:
             memory.resolve_max_memory(max_memory)
         self.max_memory = max_memory
@@ -336,6 +343,11 @@ class Explainer:
         Explanation
             ``values`` of shape ``(rows, n)`` or ``(rows, n, k)``, ``base_values``, ``data`` etc.
         """
+        with limited(self.n_jobs):
+            return self._explain(X)
+
+    def _explain(self, X: Any) -> Explanation:
+        """:meth:`__call__` within the explainer's ``n_jobs``."""
         if self._table is None:
             return self._explain_masked(X)
         table = read_rows_like(X, self._table, "X", "background")

@@ -21,6 +21,7 @@ from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_finite, check_outpu
 from ferroshap.query.chunks import fingerprint, iter_chunks, phi_frame
 from ferroshap.query.loop import QueryOptions, query, single_output, units_per_call
 from ferroshap.query.models import resolve_model
+from ferroshap.query.threads import check_n_jobs, limited
 from ferroshap.results.explanation import Explanation
 from ferroshap.scores import r_squared
 from ferroshap.sketch import files
@@ -87,6 +88,7 @@ class FourierSketch:
         input: str = "str",
         offsets: int = 1,
         max_memory: int | None = None,
+        n_jobs: int | None = None,
     ) -> FourierSketch:
         """Sketch ``model`` on sequences of ``n_players`` letters from ``alphabet``.
 
@@ -121,6 +123,9 @@ class FourierSketch:
         max_memory
             Cap in bytes on the estimated peak memory (default: half of the available memory);
             above it an ``InvalidArgumentError`` naming the estimate is raised before planning.
+        n_jobs
+            Threads for planning and decoding: ``None`` or ``-1`` (default: every CPU this
+            process may use), or at most this many. The sketch does not depend on it.
 
         Returns
         -------
@@ -138,6 +143,7 @@ class FourierSketch:
         budget = check_int(budget, "budget", 1, BUDGET_LIMIT)
         check_choice(input, "input", _INPUTS)
         offsets = check_int(offsets, "offsets", 1, budget + 1)  # each offset costs queries
+        n_jobs = check_n_jobs(n_jobs)
         options = QueryOptions.checked(batch_size, max_bytes, progress)
         per_call = units_per_call(
             options, unit_bytes=length * (4 if input == "str" else 1), unit_rows=1
@@ -154,7 +160,8 @@ class FourierSketch:
         memory.check("FourierSketch.fit", estimate, max_memory, length=length, budget=budget)
         seed_value = draw_seed(check_seed(seed))
         started = time.perf_counter()
-        plan = _core.sketch_plan(codec.q, length, budget, seed_value, offsets)
+        with limited(n_jobs):
+            plan = _core.sketch_plan(codec.q, length, budget, seed_value, offsets)
         queries = plan.queries()
         planned = time.perf_counter()
 
@@ -174,7 +181,8 @@ class FourierSketch:
             len(queries), per_call, chunk_values, progress=options.progress, desc="sketch queries"
         )[:, 0]
         queried = time.perf_counter()
-        spectrum, threshold, holdout_nmse = plan.decode(values)
+        with limited(n_jobs):
+            spectrum, threshold, holdout_nmse = plan.decode(values)
         decoded = time.perf_counter()
         info = {
             "budget": budget,

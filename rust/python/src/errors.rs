@@ -1,5 +1,5 @@
 //! Mapping of core errors and panics to the exception classes of `ferroshap.errors`, and the
-//! runner that keeps long core calls interruptible by Ctrl-C.
+//! runner that keeps long core calls interruptible by Ctrl-C (and within their thread limit).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,6 +10,8 @@ use ferroshap_core::{Cancel, CoreError};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+
+use crate::threads::{thread_limit, within_limit};
 
 /// How often the calling thread runs Python's signal handlers while the core works.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
@@ -40,12 +42,13 @@ pub fn interruptible<T: Send>(
     work: impl FnOnce(&Cancel) -> Result<T, CoreError> + Send,
 ) -> PyResult<T> {
     let cancel = Cancel::new();
+    let limit = thread_limit();
     let epoch = INTERRUPTS.load(Ordering::SeqCst);
     let (outcome, raised) = py.detach(|| {
         std::thread::scope(|scope| {
             let (done, finished) = channel();
             let cancel = &cancel;
-            scope.spawn(move || done.send(guarded(|| work(cancel))));
+            scope.spawn(move || done.send(within_limit(limit, || guarded_here(|| work(cancel)))));
             let stopped = || {
                 Err(CoreError::Numerical(
                     "the core's worker thread stopped".into(),
@@ -77,8 +80,14 @@ pub fn interruptible<T: Send>(
     }
 }
 
-/// Runs `f`, turning a panic into a [`CoreError::Numerical`] so that none reaches Python.
-pub fn guarded<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
+/// Runs `f` within the calling thread's thread limit ([`within_limit`]), turning a panic into a
+/// [`CoreError::Numerical`] so that none reaches Python.
+pub fn guarded<T: Send>(f: impl FnOnce() -> Result<T, CoreError> + Send) -> Result<T, CoreError> {
+    within_limit(thread_limit(), || guarded_here(f))
+}
+
+/// [`guarded`] on the calling thread's pool, whatever its limit.
+fn guarded_here<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
         let what = payload
             .downcast_ref::<&str>()

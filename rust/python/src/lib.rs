@@ -9,6 +9,7 @@ mod interactions;
 mod masking;
 mod sampling;
 mod sketch;
+mod threads;
 
 use pyo3::prelude::*;
 
@@ -17,6 +18,7 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(errors::interrupt, m)?)?;
+    m.add_function(wrap_pyfunction!(threads::set_thread_limit, m)?)?;
     sampling::register(m)?;
     masking::register(m)?;
     interactions::register(m)?;
