@@ -1,13 +1,11 @@
-"""``method="auto"``: the estimator chosen by a fixed rule of the problem's shape.
+"""``method="auto"``: the design chosen by the problem's shape, the estimator by the game.
 
-The rule (:func:`choose`) sees only the number of players ``n``, the budget, whether pairing is
-on, and never timing or the game's values, so the same call always runs the same estimator
-(bit-for-bit reproducible for a seed). Each choice is a :class:`Recipe`: a design the compiled
-core plans, optionally followed by a proxy adjustment
-(:mod:`ferroshap.sampling.proxy_adjusted`). The
-thresholds were measured on ``auto``'s tuning cases of the accuracy suite
-(:data:`ferroshap.bench.suite.TUNING_GAMES`) and the breast-cancer protocol with seeds 100-119;
-see ``docs/auto.md``.
+The rule (:func:`choose`) sees the number of players ``n``, the budget and whether pairing is
+on, never timing: it picks a :class:`Recipe`, a design the compiled core plans, optionally
+followed by a proxy adjustment (:mod:`ferroshap.sampling.proxy_adjusted`). From the proxy's
+minimum budget on, that adjustment is ``"odd-choice"``: the candidate estimators are scored on
+held-out coalition pairs of the design itself and the best one is kept, so the choice follows
+the game's own evidence and is reproducible bit for bit for a seed. See ``docs/auto.md``.
 """
 
 from __future__ import annotations
@@ -16,7 +14,13 @@ from dataclasses import dataclass
 
 from ferroshap import _core, memory
 from ferroshap.sampling import proxy_adjusted
-from ferroshap.sampling.proxy_adjusted import ODD_MSR, ODD_SPARSE, minimum_budget
+from ferroshap.sampling.proxy_adjusted import (
+    ODD_BLEND,
+    ODD_CHOICE,
+    ODD_MSR,
+    ODD_SPARSE,
+    minimum_budget,
+)
 
 __all__ = ["AUTO", "RECIPES", "Recipe", "choose", "resolve"]
 
@@ -55,6 +59,8 @@ RECIPES: dict[str, Recipe] = {
         Recipe("proxy-kernel-wor", "kernel-wor", "proxy-leverage"),
         Recipe("proxy-modified-l2", "modified-l2", "proxy-leverage"),
         Recipe("odd-sparse", "leverage", ODD_SPARSE),
+        Recipe("odd-blend", "leverage", ODD_BLEND),
+        Recipe("odd-choice", "leverage", ODD_CHOICE),
         Recipe("odd-msr", "kernel-wor", ODD_MSR),
     )
 }
@@ -68,24 +74,11 @@ BORDER_FACTOR = 6
 """... below ``budget = BORDER_FACTOR * n`` (``"odd-msr"``, or ``"kernel-wor"`` below
 :func:`~ferroshap.sampling.proxy_adjusted.minimum_budget`); docs/auto.md, "The rule"."""
 
-ODD_SPARSE_FACTOR = 40
-"""From ``budget >= ODD_SPARSE_FACTOR * n`` on, ``auto`` refits the odd part on a sparse support
-(``"odd-sparse"``) instead of adjusting by the proxy itself (``"proxy-leverage"``)."""
 
-SINGLE_BASELINE_FACTOR = 15
-"""The same threshold for a single-baseline game (one background row), whose odd part is sparser."""
-
-
-def choose(
-    n: int,
-    budget: int,
-    paired: bool = True,
-    n_background: int | None = None,
-) -> Recipe:
+def choose(n: int, budget: int, paired: bool = True) -> Recipe:
     """The recipe ``auto`` runs for ``n`` players and ``budget`` coalitions.
 
-    ``n_background`` is the number of background rows of a tabular game (``None`` for a raw
-    game). The rule, in order:
+    The rule, in order:
 
     1. ``budget >= 2**n`` (and ``n <= 24``): ``"exact"`` (full enumeration, no warning);
     2. ``n <= 12`` and ``budget < 6 n``: ``"odd-msr"`` (``"kernel-wor"`` adjusted by Tree MSR
@@ -94,10 +87,10 @@ def choose(
        ``"kernel-wor"`` (border sizes enumerated);
     3. ``budget`` below :func:`~ferroshap.sampling.proxy_adjusted.minimum_budget` (too few pairs
        to fit a proxy): ``"leverage"``;
-    4. paired designs with ``budget >= 40 n`` (``15 n`` for a single background row):
-       ``"odd-sparse"``;
-    5. otherwise ``"proxy-leverage"`` (also what ``paired=False`` gets from step 4 on, since the
-       odd part needs complements).
+    4. paired designs: ``"odd-choice"``, which keeps whichever of ``"proxy-leverage"``,
+       ``"odd-sparse"`` and ``"odd-blend"`` predicts held-out coalition pairs of the design
+       best (the game's own evidence: no threshold, no extra query);
+    5. ``paired=False``: ``"proxy-leverage"`` (the odd part needs complements).
 
     The number of outputs does not enter: proxies are fitted per output column either way.
 
@@ -105,10 +98,8 @@ def choose(
     --------
     >>> choose(8, 256).name, choose(10, 50).name, choose(10, 40).name, choose(30, 100).name
     ('exact', 'odd-msr', 'kernel-wor', 'leverage')
-    >>> choose(30, 512).name, choose(30, 2048).name
-    ('proxy-leverage', 'odd-sparse')
-    >>> choose(10, 200, n_background=1).name, choose(10, 200, paired=False, n_background=1).name
-    ('odd-sparse', 'proxy-leverage')
+    >>> choose(30, 512).name, choose(30, 512, paired=False).name
+    ('odd-choice', 'proxy-leverage')
     """
     if n <= _core.MAX_EXACT_PLAYERS and memory.covers_all(n, budget):
         return RECIPES["exact"]
@@ -117,15 +108,10 @@ def choose(
         return RECIPES["odd-msr" if proxy_fits else "kernel-wor"]
     if budget < minimum_budget(n):
         return RECIPES["leverage"]
-    factor = SINGLE_BASELINE_FACTOR if n_background == 1 else ODD_SPARSE_FACTOR
-    if paired and budget >= factor * n:
-        return RECIPES["odd-sparse"]
-    return RECIPES["proxy-leverage"]
+    return RECIPES["odd-choice" if paired else "proxy-leverage"]
 
 
-def resolve(
-    method: str, n: int, budget: int, paired: bool = True, n_background: int | None = None
-) -> Recipe:
+def resolve(method: str, n: int, budget: int, paired: bool = True) -> Recipe:
     """The recipe a call with ``method`` runs: :func:`choose`'s for ``"auto"``; otherwise the
     method itself (a proxy method through :func:`ferroshap.sampling.proxy_adjusted.resolve`,
     which may fall back to ``"leverage"`` with a warning).
@@ -138,6 +124,6 @@ def resolve(
     Recipe(name='kernel', planned='kernel', proxy=None)
     """
     if method == AUTO:
-        return choose(n, budget, paired, n_background)
+        return choose(n, budget, paired)
     planned, proxy = proxy_adjusted.resolve(method, n, budget)
     return Recipe(proxy or planned, planned, proxy)

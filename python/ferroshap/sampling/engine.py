@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -26,7 +27,12 @@ from ferroshap.query.games import DesignMasks, RawGame, apply_link
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.threads import check_n_jobs, limited
 from ferroshap.sampling.auto import AUTO, Recipe, resolve
-from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust_with_errors, check_cross_fit
+from ferroshap.sampling.proxy_adjusted import (
+    PROXY_METHODS,
+    Choice,
+    adjust_with_errors,
+    check_cross_fit,
+)
 from ferroshap.validation import (
     BUDGET_LIMIT,
     Seed,
@@ -40,9 +46,11 @@ from ferroshap.validation import (
 
 __all__ = [
     "NullPlayers",
+    "Ran",
     "check_budget",
     "check_method",
     "design_masks",
+    "diagnostics",
     "estimate_values",
     "expand_masks",
     "game_values",
@@ -134,11 +142,11 @@ def game_values(
     cross_fit: int | None,
     max_memory: int | None,
     engine: str,
-) -> tuple[np.ndarray, Callable[[], np.ndarray], _core.Design, Recipe, np.ndarray]:
+) -> tuple[np.ndarray, Callable[[], np.ndarray], _core.Design, Ran, np.ndarray]:
     """Shapley values ``[R, n]`` of a raw game (on ``groups``' players if given) by ``method``, a
-    function computing their standard errors ``[R, n]``, the design and recipe that produced them
-    and the game's values ``[m, R]`` on the design (row 0 is the empty coalition); ``engine`` names
-    the caller in memory errors."""
+    function computing their standard errors ``[R, n]``, the design that produced them, what ran
+    on it, and the game's values ``[m, R]`` on the design (row 0 is the empty coalition);
+    ``engine`` names the caller in memory errors."""
     n = raw.n_players if groups is None else groups.n_players
     recipe = resolve(method, n, budget, paired)
     m = memory.planned_coalitions(recipe.planned, n, budget)
@@ -148,8 +156,42 @@ def game_values(
     memory.check(engine, estimate, max_memory, n=n, budget=budget)
     (design,) = plan_design(recipe.planned, n, budget, draw_seed(seed), paired, [0], method != AUTO)
     values = raw.evaluate(design_masks(design, groups))
-    (phi,), (errors,) = estimate_values([design], [values], recipe.proxy, cross_fit)
-    return phi, errors, design, recipe, values
+    (phi,), (errors,), (choice,) = estimate_values([design], [values], recipe.proxy, cross_fit)
+    return phi, errors, design, Ran.of(recipe, design, choice), values
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What estimated the values of one design.
+
+    Attributes
+    ----------
+    estimator : str
+        ``"exact"`` for an exact design, the estimator ``"odd-choice"`` kept, or the recipe.
+    held_out_errors : dict[str, float] or None
+        ``"odd-choice"``'s held-out error of each candidate (else ``None``).
+    """
+
+    estimator: str
+    held_out_errors: dict[str, float] | None = None
+
+    @classmethod
+    def of(cls, recipe: Recipe, design: _core.Design, choice: Choice | None) -> Ran:
+        """What ran on ``design`` with ``recipe``, which made ``choice``."""
+        if design.exact:
+            return cls("exact")
+        if choice is not None:
+            return cls(choice.estimator, choice.held_out_errors)
+        return cls(recipe.name)
+
+
+def diagnostics(ran: Sequence[Ran]) -> dict[str, Any]:
+    """An explanation's ``diagnostics`` from what ran on its designs: ``"estimated"``, and with
+    ``"odd-choice"`` the held-out error of each candidate (``"held_out_errors"``, one dict per
+    design that chose, in order)."""
+    chose = [r.held_out_errors for r in ran if r.held_out_errors is not None]
+    found: dict[str, Any] = {"estimated": any(r.estimator != "exact" for r in ran)}
+    return {**found, "held_out_errors": chose} if chose else found
 
 
 def design_masks(design: _core.Design, groups: Groups | None) -> DesignMasks:
@@ -210,11 +252,13 @@ def estimate_values(
     values: Sequence[np.ndarray],
     proxy: str | None = None,
     cross_fit: int | None = None,
-) -> tuple[list[np.ndarray], list[Callable[[], np.ndarray]]]:
+) -> tuple[list[np.ndarray], list[Callable[[], np.ndarray]], list[Choice | None]]:
     """Shapley values ``[R, n]`` per design from its values ``[m, R]``, adjusted by ``proxy``
-    (a method of :data:`PROXY_METHODS`) if given, and functions computing their standard errors
-    (``[R, n]`` per design, see ``docs/standard-errors.md``: computed when read, as they cost
-    several times the estimate); warn on rank deficiency.
+    (a method of :data:`PROXY_METHODS` or an ``auto`` adjustment) if given, functions computing
+    their standard errors (``[R, n]`` per design, see ``docs/standard-errors.md``: computed when
+    read, as they cost several times the estimate), and per design the
+    :class:`~ferroshap.sampling.proxy_adjusted.Choice` of ``"odd-choice"`` (else ``None``);
+    warn on rank deficiency.
 
     A column whose values are all equal (a game constant on every evaluated coalition) gets
     exactly 0 and standard errors of exactly 0, whatever the estimator (they would otherwise
@@ -231,6 +275,7 @@ def estimate_values(
             UserWarning,
             stacklevel=3,
         )
+    choices: list[Choice | None] = [None] * len(designs)
     if proxy is None:
         errors = [
             partial(design.standard_errors, v) for design, v in zip(designs, values, strict=True)
@@ -240,7 +285,7 @@ def estimate_values(
             adjust_with_errors(proxy, design, v, phi, cross_fit)
             for design, v, phi in zip(designs, values, phis, strict=True)
         ]
-        phis, errors = [phi for phi, _ in adjusted], [error for _, error in adjusted]
+        phis, errors, choices = (list(part) for part in zip(*adjusted, strict=True))
     constant = [np.ptp(v, axis=0) == 0 for v in values]
     return (
         [np.where(c[:, None], 0.0, phi) for c, phi in zip(constant, phis, strict=True)],
@@ -248,6 +293,7 @@ def estimate_values(
             partial(_zero_where, c, error) if c.any() else error
             for c, error in zip(constant, errors, strict=True)
         ],
+        choices,
     )
 
 

@@ -23,12 +23,14 @@ from ferroshap.query.loop import QueryOptions
 from ferroshap.query.models import resolve_model
 from ferroshap.query.threads import check_n_jobs, limited
 from ferroshap.results.explanation import Explanation
-from ferroshap.sampling.auto import AUTO, Recipe, resolve
+from ferroshap.sampling.auto import AUTO, resolve
 from ferroshap.sampling.engine import (
     NullPlayers,
+    Ran,
     check_budget,
     check_method,
     design_masks,
+    diagnostics,
     estimate_values,
     expand_masks,
     game_values,
@@ -80,9 +82,11 @@ class Explainer:
         Each call then explains one input, and the result is labelled with the masker's player
         names (``feature_names``, and ``data`` holds them too).
     method
-        ``"auto"`` (the default): the most accurate estimator we have for this number of features
-        and budget, chosen by a fixed rule (:func:`ferroshap.sampling.auto.choose`, described in
-        ``docs/auto.md``); :attr:`Explanation.estimator` names what ran. Or one of
+        ``"auto"`` (the default): a design chosen by the number of features and the budget
+        (:func:`ferroshap.sampling.auto.choose`), then from the proxy's minimum budget on the
+        candidate estimator that predicts held-out coalitions of that design best (described
+        in ``docs/auto.md``); :attr:`Explanation.estimator` names what ran and
+        ``diagnostics["held_out_errors"]`` the candidates' scores. Or one of
         :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
         ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
         ignores ``budget``, at most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features); or one
@@ -228,7 +232,7 @@ class Explainer:
         self.method = method
         self.budget = check_budget(budget, method, n)
         self.cross_fit = check_cross_fit(cross_fit, method)
-        self._recipe = resolve(method, n, self.budget, self.paired, int(self._background.shape[0]))
+        self._recipe = resolve(method, n, self.budget, self.paired)
 
     def _init_masker(
         self,
@@ -396,19 +400,21 @@ class Explainer:
         phi = np.zeros((rows, k, n))
         error_parts: list[tuple[Any, Callable[[], np.ndarray]]] = []
         estimators: dict[str, None] = {}
+        ran: list[Ran] = []
         evaluations = 0
         for p, pattern in enumerate(patterns):
             players = np.flatnonzero(pattern)
             chosen = np.flatnonzero(pattern_of == p)
             if len(players) == 0:  # every feature at its background value: all values are 0
                 continue
-            part, part_errors, designs, recipe = self._explain_players(
+            part, part_errors, designs, part_ran = self._explain_players(
                 game, players, chosen, seed, k
             )
             where = chosen[:, None, None], np.arange(k)[None, :, None], players[None, None, :]
             phi[where] = part
             error_parts.append((where, part_errors))
-            estimators["exact" if designs[0].exact else recipe.name] = None
+            ran += part_ran
+            estimators.update(dict.fromkeys(r.estimator for r in part_ran))
             evaluations = max(evaluations, *(design.n_coalitions for design in designs))
         phi = np.ascontiguousarray(phi.transpose(0, 2, 1))  # [rows, n, k]
 
@@ -430,24 +436,20 @@ class Explainer:
             method=self.method,
             budget=self.budget,
             estimator=", ".join(estimators) or "exact",
-            diagnostics={"estimated": any(name != "exact" for name in estimators)},
+            diagnostics=diagnostics(ran),
             errors_source=standard_errors,
         )
 
     def _explain_players(
         self, game: TabularGame, players: np.ndarray, rows: np.ndarray, seed: int, k: int
-    ) -> tuple[np.ndarray, Callable[[], np.ndarray], list[_core.Design], Recipe]:
+    ) -> tuple[np.ndarray, Callable[[], np.ndarray], list[_core.Design], list[Ran]]:
         """Shapley values ``[len(rows), k, len(players)]`` of the explained ``rows`` on the game
         of ``players`` (the others held at the row's values), their standard errors (same
-        shape), the designs and the recipe."""
+        shape), the designs and what ran on each."""
         n, n_players = self.n_players, len(players)
         every = n_players == n
         recipe = (
-            self._recipe
-            if every
-            else resolve(
-                self.method, n_players, self.budget, self.paired, int(self._background.shape[0])
-            )
+            self._recipe if every else resolve(self.method, n_players, self.budget, self.paired)
         )
         streams = [int(r) + 1 for r in rows] if self.per_row_design else [0]
         warn = every and self.method != AUTO  # a smaller game's enumeration is our choice
@@ -473,13 +475,14 @@ class Explainer:
             masks = embed(designs[0].masks())
             per_row = [game.evaluate(masks, rows=np.full(len(masks), r)) for r in rows]
             per_design = [np.concatenate(per_row, axis=1)]  # [m, rows * k], row-major
-        phis, errors = estimate_values(designs, per_design, recipe.proxy, self.cross_fit)
+        phis, errors, choices = estimate_values(designs, per_design, recipe.proxy, self.cross_fit)
         shape = (len(rows), k, n_players)
 
         def standard_errors() -> np.ndarray:
             return np.stack([error() for error in errors]).reshape(shape)
 
-        return np.stack(phis).reshape(shape), standard_errors, designs, recipe
+        ran = [Ran.of(recipe, d, c) for d, c in zip(designs, choices, strict=True)]
+        return np.stack(phis).reshape(shape), standard_errors, designs, ran
 
     def _explain_masked(self, x: Any) -> Explanation:
         """Shapley values of the masker's game at input ``x``: one row."""
@@ -493,7 +496,7 @@ class Explainer:
         check_method(self.method, n)
         budget = check_budget(self.budget, self.method, n)
         raw = RawGame(linked(function, self.link), n, options=self.options)
-        phi, errors, design, recipe, values = game_values(
+        phi, errors, design, ran, values = game_values(
             raw,
             None,
             self.method,
@@ -514,7 +517,7 @@ class Explainer:
             n_evaluations=design.n_coalitions,
             method=self.method,
             budget=budget,
-            estimator="exact" if design.exact else recipe.name,
-            diagnostics={"estimated": not design.exact},
+            estimator=ran.estimator,
+            diagnostics=diagnostics([ran]),
             errors_source=lambda: errors()[:1] if single else errors().T[None],
         )

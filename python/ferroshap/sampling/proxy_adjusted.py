@@ -17,6 +17,11 @@ Shapley values come from its trees through the compiled tree -> Fourier path
 ``"odd-sparse"`` (:data:`ODD_SPARSE`, chosen by ``method="auto"`` only)
     As ``"proxy-leverage"``, with ``f`` the least-squares refit of the odd part on the proxy's
     largest odd Fourier terms (:func:`ferroshap.sampling.odd_sparse.refit_odd`).
+``"odd-blend"`` (:data:`ODD_BLEND`, ``method="auto"`` only)
+    The mean of the ``"proxy-leverage"`` and ``"odd-sparse"`` estimates (one proxy serves both).
+``"odd-choice"`` (:data:`ODD_CHOICE`, what ``method="auto"`` runs from the proxy's minimum budget)
+    Whichever of ``"proxy-leverage"``, ``"odd-sparse"`` and ``"odd-blend"`` predicts held-out
+    coalitions best (:func:`held_out_errors`); no extra model queries.
 ``"tree-msr"``
     Tree MSR (Witter, Liu, Musco 2025) as published: ``f`` fitted to ``v`` on the same samples,
     plus the Horvitz-Thompson (maximum sample reuse) estimate of the residual game with the
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -45,13 +51,20 @@ from ferroshap.sampling.odd_sparse import refit_odd
 from ferroshap.validation import check_int
 
 __all__ = [
+    "CANDIDATES",
+    "HOLDOUT_FOLDS",
     "MIN_PAIRS",
+    "ODD_BLEND",
+    "ODD_CHOICE",
     "ODD_MSR",
     "ODD_SPARSE",
     "PROPORTIONAL_TOLERANCE",
     "PROXY_METHODS",
+    "Choice",
     "adjust",
     "adjust_with_errors",
+    "candidate_fits",
+    "held_out_errors",
     "proportional_columns",
     "resolve",
 ]
@@ -66,6 +79,21 @@ ODD_SPARSE = "odd-sparse"
 ``"proxy-leverage"``, with the proxy replaced by a least-squares refit of the odd part on the
 proxy's largest odd Fourier terms."""
 """Methods that adjust a LeverageSHAP design with a LightGBM proxy (not planned by the core)."""
+
+ODD_BLEND = "odd-blend"
+"""The mean of the ``"proxy-leverage"`` and :data:`ODD_SPARSE` estimates of one proxy (used by
+``method="auto"``): where one of them overfits the samples, the other's error rarely agrees."""
+
+ODD_CHOICE = "odd-choice"
+"""``method="auto"``'s choice among :data:`CANDIDATES` by their held-out error on the design's
+own coalitions (:func:`held_out_errors`); the estimator that won is reported by name."""
+
+CANDIDATES = ("proxy-leverage", ODD_SPARSE, ODD_BLEND)
+"""What :data:`ODD_CHOICE` chooses from, in the order that breaks ties."""
+
+HOLDOUT_FOLDS = 5
+""":data:`ODD_CHOICE` holds out one of this many folds of coalition pairs: the candidates are
+fitted on the other folds and scored on it."""
 
 ODD_MSR = "odd-msr"
 """Tree MSR of the regression's odd residual (used by ``method="auto"`` at small budgets):
@@ -167,9 +195,10 @@ def adjust_with_errors(
     values: np.ndarray,
     phi: np.ndarray,
     cross_fit: int | None = None,
-) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
-    """:func:`adjust`'s values ``[R, n]`` and a function computing their standard errors
-    ``[R, n]`` (called only when they are read: they cost several times the estimate).
+) -> tuple[np.ndarray, Callable[[], np.ndarray], Choice | None]:
+    """:func:`adjust`'s values ``[R, n]``, a function computing their standard errors
+    ``[R, n]`` (called only when they are read: they cost several times the estimate), and for
+    :data:`ODD_CHOICE` the :class:`Choice` it made (``None`` otherwise).
 
     Every adjusted estimate is ``phi(f) + E(v - f)``: the proxy's exact Shapley values plus an
     estimate ``E`` of the residual game's. The proxy ``f`` is taken as given, so its exact part
@@ -183,34 +212,48 @@ def adjust_with_errors(
     See ``docs/standard-errors.md``.
     """
     if design.exact:
-        return phi, lambda: np.zeros_like(phi)
+        return phi, lambda: np.zeros_like(phi), None
     masks = design.masks()
     n = masks.shape[1]
     complement = complements(masks)
     v0, v1 = values[EMPTY_ROW], values[FULL_ROW]
-    if method in ("proxy-leverage", ODD_SPARSE):
+    choice = None
+    if method in (*CANDIDATES, ODD_CHOICE):
         odd = odd_residual(masks, complement, values, phi)
         one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
+        wanted = (method,) if method in ("proxy-leverage", ODD_SPARSE) else CANDIDATES
+        held_out = None
+        if method == ODD_CHOICE:
+            fold = _folds(complement, HOLDOUT_FOLDS, design.seed, design.stream)
+            held_out = np.flatnonzero((fold == 0) & (complement < np.arange(len(masks))))
 
-        def proxy(j: int) -> tuple[np.ndarray, np.ndarray]:
-            booster = fit_adjustment_proxy(masks, odd[:, j])
-            spectrum = proxy_spectrum(booster, n)
-            if method == "proxy-leverage":
-                return spectrum.shapley_values(), predict_proxy(booster, masks)
-            surrogate = refit_odd(spectrum, masks, odd[:, j], one_per_pair)
-            return surrogate.shapley_values(), surrogate.evaluate(masks)
-
-        # One proxy per row and output, fitted in threads (LightGBM and the tree reader release
-        # the GIL); each fit is single-threaded and seeded, so the order of completion does not
-        # matter and the results are bit for bit those of a plain loop. A column whose target
-        # is a multiple of the previous column's (a binary classifier's two probabilities)
-        # reuses that column's proxy, scaled: the fit is equivariant to the scale.
+        # One proxy per row and output (and for "odd-choice" one more, on the pairs not held
+        # out), fitted in threads (LightGBM and the tree reader release the GIL); each fit is
+        # single-threaded and seeded, so the order of completion does not matter and the
+        # results are bit for bit those of a plain loop. A column whose target is a multiple of
+        # the previous column's (a binary classifier's two probabilities) reuses that column's
+        # proxy, scaled: the fit is equivariant to the scale.
         sources, scales = proportional_columns(odd, np.linalg.norm(values, axis=0))
         fitted_columns = np.flatnonzero(sources == np.arange(len(sources)))
-        calls = [partial(proxy, j) for j in fitted_columns]
-        fits = dict(zip(fitted_columns, in_threads(calls), strict=True))
-        phi_f = np.stack([scales[j] * fits[sources[j]][0] for j in range(len(sources))])
-        fitted = np.stack([scales[j] * fits[sources[j]][1] for j in range(len(sources))], 1)
+        calls: list[Callable[[], Any]] = [
+            partial(candidate_fits, masks, odd[:, j], one_per_pair, wanted) for j in fitted_columns
+        ]
+        if held_out is not None:
+            calls += [
+                partial(held_out_errors, masks, complement, odd[:, j], held_out)
+                for j in fitted_columns
+            ]
+        results = in_threads(calls)
+        fits_of = dict(zip(fitted_columns, results, strict=False))
+        name = method
+        if held_out is not None:  # pooled over the columns: one choice per design
+            scores_of = dict(zip(fitted_columns, results[len(fitted_columns) :], strict=True))
+            pooled = np.mean([scores_of[s] for s in sources], axis=0)
+            name = CANDIDATES[int(np.argmin(pooled))]
+            choice = Choice(name, dict(zip(CANDIDATES, pooled.tolist(), strict=True)))
+        fits = [fits_of[s][name] for s in sources]
+        phi_f = np.stack([scale * fit[0] for scale, fit in zip(scales, fits, strict=True)])
+        fitted = np.stack([scale * fit[1] for scale, fit in zip(scales, fits, strict=True)], 1)
         out = phi + phi_f - design.estimate(np.ascontiguousarray(fitted))
     elif method in (ODD_MSR, "tree-msr"):
         odd = method == ODD_MSR
@@ -221,7 +264,7 @@ def adjust_with_errors(
         out = np.stack([estimate for estimate, _ in fits]) + (phi if odd else 0.0)
         residuals = np.stack([residual for _, residual in fits], axis=1)
     else:
-        valid = (*PROXY_METHODS, ODD_SPARSE, ODD_MSR)
+        valid = (*PROXY_METHODS, ODD_SPARSE, ODD_BLEND, ODD_CHOICE, ODD_MSR)
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
     if method == "tree-msr":
         errors = partial(design.horvitz_thompson_errors, np.ascontiguousarray(residuals))
@@ -231,7 +274,70 @@ def adjust_with_errors(
         # errors, which the adjustment improves on, stand in for them.
         errors = partial(design.standard_errors, values)
     out += ((v1 - v0) - out.sum(axis=1))[:, None] / n
-    return out, errors
+    return out, errors, choice
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What :data:`ODD_CHOICE` chose for one design.
+
+    Attributes
+    ----------
+    estimator : str
+        The candidate that won (one of :data:`CANDIDATES`).
+    held_out_errors : dict[str, float]
+        Each candidate's held-out error, averaged over the explained columns
+        (:func:`held_out_errors`).
+    """
+
+    estimator: str
+    held_out_errors: dict[str, float]
+
+
+def candidate_fits(
+    masks: np.ndarray, target: np.ndarray, one_per_pair: np.ndarray, wanted: tuple[str, ...]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """For each candidate of ``wanted`` (names of :data:`CANDIDATES`): the Shapley values
+    ``[n]`` and the values on ``masks`` ``[m]`` of its surrogate of the odd part ``target``,
+    all from one proxy fitted to it (``"odd-blend"``'s is the mean of the other two)."""
+    booster = fit_adjustment_proxy(masks, target)
+    spectrum = proxy_spectrum(booster, masks.shape[1])
+    fits = {}
+    if wanted != (ODD_SPARSE,):
+        fits["proxy-leverage"] = spectrum.shapley_values(), predict_proxy(booster, masks)
+    if wanted != ("proxy-leverage",):
+        surrogate = refit_odd(spectrum, masks, target, one_per_pair)
+        fits[ODD_SPARSE] = surrogate.shapley_values(), surrogate.evaluate(masks)
+    if ODD_BLEND in wanted:
+        (phi_p, fit_p), (phi_s, fit_s) = fits["proxy-leverage"], fits[ODD_SPARSE]
+        fits[ODD_BLEND] = (phi_p + phi_s) / 2, (fit_p + fit_s) / 2
+    return fits
+
+
+def held_out_errors(
+    masks: np.ndarray, complement: np.ndarray, target: np.ndarray, held_out: np.ndarray
+) -> np.ndarray:
+    """Each candidate's (:data:`CANDIDATES`, in order) mean squared error in predicting the odd
+    part ``target`` on the coalitions ``held_out`` (row indices, one per held-out pair;
+    ``complement`` as :func:`complements` gives it), fitted
+    on every other pair, relative to the mean square of ``target`` there.
+
+    Every sampled coalition of a held-out pair is left out of the fit (the odd part of a pair's
+    two coalitions is one number), ∅ and N stay in. A game whose odd part is all zero scores 0
+    everywhere.
+    """
+    left_out = np.zeros(len(masks), dtype=bool)
+    left_out[held_out] = True
+    left_out[complement[held_out]] = True
+    train = masks[~left_out]
+    booster = fit_adjustment_proxy(train, target[~left_out])
+    one_per_pair = np.flatnonzero(complements(train) < np.arange(len(train)))
+    spectrum = proxy_spectrum(booster, masks.shape[1])
+    sparse = refit_odd(spectrum, train, target[~left_out], one_per_pair)
+    y = target[held_out]
+    proxy, refit = predict_proxy(booster, masks[held_out]), sparse.evaluate(masks[held_out])
+    errors = [np.mean((y - f) ** 2) for f in (proxy, refit, (proxy + refit) / 2)]
+    return np.array(errors) / max(float(np.mean(y**2)), np.finfo(float).tiny)
 
 
 def odd_residual(
