@@ -16,9 +16,9 @@ peer's, and the wall seconds per explained row.
 
 Estimators are every name of :func:`ferroshap.bench.estimators.all_estimators`, so besides the
 methods and peers the suite runs, when named, the recipes of ``method="auto"`` that no method
-name reaches (:func:`ferroshap.bench.estimators.recipes`): the suite ``auto`` was tuned on is
-``--games rf-diabetes,mlp-diabetes,svm-wine,soum30,soum100 --methods
-auto,odd-sparse,odd-msr,...,shapiq-kernel,...``.
+name reaches (:func:`ferroshap.bench.estimators.recipes`), e.g. ``--games
+rf-diabetes,mlp-diabetes,svm-wine,soum30,soum100 --methods
+auto,odd-sparse,odd-blend,odd-msr,...,shapiq-kernel,...``.
 
 Run it with ``python benches/suite.py`` (``--smoke`` for the small grid the tests run).
 """
