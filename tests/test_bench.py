@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 
 from ferroshap.bench import available_estimators, run_benchmark, summarize
 from ferroshap.bench.cli import main
-from ferroshap.bench.games import make_game
+from ferroshap.bench.games import (
+    boosted_classifier_game,
+    knn_game,
+    logistic_interactions_game,
+    make_game,
+)
 from ferroshap.bench.harness import TIMING_COLUMNS
 from ferroshap.bench.report import format_table
 from ferroshap.errors import InvalidArgumentError
@@ -106,3 +112,15 @@ def test_command_writes_results_and_plot(tmp_path, capsys) -> None:
     assert plot.read_bytes()[:8] == PNG_MAGIC
     printed = capsys.readouterr().out
     assert "leverage" in printed and "permutation" in printed
+
+
+@pytest.mark.parametrize(
+    "build",
+    [boosted_classifier_game, logistic_interactions_game, knn_game],
+    ids=lambda b: b.__name__,
+)
+def test_added_suite_games_have_efficient_exact_truth(build) -> None:
+    game = build(rows=2, n_background=1)
+    gap = game.model(game.X) - game.model(game.background).mean()
+    np.testing.assert_allclose(game.truth.sum(axis=1), gap, atol=1e-9)
+    assert game.truth.shape == game.X.shape and np.abs(game.truth).sum() > 0

@@ -32,7 +32,7 @@ from ferroshap.bench.report import format_table, plot_summary
 __all__ = ["main"]
 
 QUICK_GAMES = ["soum", "linear", "lightgbm"]
-QUICK_METHODS = ["leverage", "kernel", "permutation", "unbiased"]
+QUICK_METHODS = ["auto", "leverage", "kernel", "permutation", "unbiased"]
 QUICK_PEERS = [name for name, peer in PEERS.items() if peer.fast]
 BUDGETS = [128, 256, 512, 1024, 2048]
 QUICK_BUDGETS = [96, 192, 384]

@@ -287,6 +287,50 @@ def svm_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
     return _enumerated("svm", model.predict, background, X)
 
 
+def boosted_classifier_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
+    """A scikit-learn histogram gradient-boosting classifier's probability of the benign class
+    on the first 12 breast-cancer features (n = 12); truth by enumeration."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X_all, y = load_breast_cancer(return_X_y=True)
+    X_all = X_all[:, :12]
+    model = HistGradientBoostingClassifier(max_iter=100, random_state=seed).fit(X_all, y)
+    background, X = _split(X_all, n_background, rows, seed)
+    return _enumerated("hgb-cancer", lambda z: model.predict_proba(z)[:, 1], background, X)
+
+
+def logistic_interactions_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
+    """A logistic regression on every feature and pairwise product of the first 12 standardized
+    breast-cancer features: the probability of the benign class, a linear model with
+    interactions behind a sigmoid (n = 12); truth by enumeration."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+
+    X_all, y = load_breast_cancer(return_X_y=True)
+    X_all = X_all[:, :12]
+    model = make_pipeline(
+        StandardScaler(),
+        PolynomialFeatures(2, interaction_only=True, include_bias=False),
+        LogisticRegression(C=0.1, max_iter=5000),
+    ).fit(X_all, y)
+    background, X = _split(X_all, n_background, rows, seed)
+    return _enumerated("logit-cancer", lambda z: model.predict_proba(z)[:, 1], background, X)
+
+
+def knn_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
+    """A 10-nearest-neighbour regressor on standardized diabetes (n = 10): a piecewise-constant
+    model of a kind no estimator was tuned on; truth by enumeration."""
+    from sklearn.neighbors import KNeighborsRegressor
+
+    X_all, y = _standard_diabetes()
+    model = KNeighborsRegressor(n_neighbors=10).fit(X_all, y / y.std())
+    background, X = _split(X_all, n_background, rows, seed)
+    return _enumerated("knn-diabetes", model.predict, background, X)
+
+
 def _standard_diabetes() -> tuple[np.ndarray, np.ndarray]:
     from sklearn.datasets import load_diabetes
     from sklearn.preprocessing import StandardScaler

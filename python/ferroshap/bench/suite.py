@@ -40,9 +40,12 @@ from ferroshap.bench.estimators import (
 )
 from ferroshap.bench.games import (
     BenchGame,
+    boosted_classifier_game,
     forest_game,
+    knn_game,
     lightgbm_digits_game,
     lightgbm_game,
+    logistic_interactions_game,
     mlp_game,
     soum_game,
     svm_game,
@@ -91,14 +94,19 @@ SUITE_GAMES: dict[str, tuple[int, Callable[[int], BenchGame]]] = {
     "rf-diabetes": (10, lambda bg: tuning_forest_game(n_background=bg, rows=ROWS)),
     "mlp-diabetes": (10, lambda bg: tuning_mlp_game(n_background=bg, rows=ROWS)),
     "svm-wine": (12, lambda bg: tuning_svm_game(n_background=bg, rows=ROWS)),
+    "hgb-cancer": (12, lambda bg: boosted_classifier_game(rows=ROWS, n_background=bg)),
+    "logit-cancer": (12, lambda bg: logistic_interactions_game(rows=ROWS, n_background=bg)),
+    "knn-diabetes": (10, lambda bg: knn_game(rows=ROWS, n_background=bg)),
 }
 """Games by name: the number of players (the budgets need it before a game is built) and the
 builder taking the background size: LightGBM on breast cancer (n = 30) and on
 digits (n = 64) with exact interventional TreeSHAP; a random forest (n = 10), an MLP (n = 12) and
 an RBF SVM (n = 14) with truth by enumeration; sums of unanimity models of order up to 4 at
-n = 30 and 100 in closed form; and the three tabular cases ``method="auto"``'s thresholds were
-tuned on (a random forest and an MLP on standardized diabetes, n = 10, an RBF SVM on wine,
-n = 12; truth by enumeration)."""
+n = 30 and 100 in closed form; the three tabular cases ``method="auto"``'s former thresholds
+were tuned on (a random forest and an MLP on standardized diabetes, n = 10, an RBF SVM on wine,
+n = 12; truth by enumeration); and three kinds added later, on which nothing was tuned: a
+gradient-boosting classifier's and a logistic regression with pairwise interactions'
+probabilities (breast cancer, n = 12) and a nearest-neighbour regressor (diabetes, n = 10)."""
 
 TUNING_GAMES = ("rf-diabetes", "mlp-diabetes", "svm-wine")
 """The games of :data:`SUITE_GAMES` run only when named (``auto``'s tuning cases)."""
