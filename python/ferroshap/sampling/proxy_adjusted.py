@@ -328,7 +328,8 @@ def held_out_errors(
     """
     left_out = np.zeros(len(masks), dtype=bool)
     left_out[held_out] = True
-    left_out[complement[held_out]] = True
+    partners = complement[held_out]
+    left_out[partners[partners >= 0]] = True  # a coalition whose complement was not sampled
     train = masks[~left_out]
     booster = fit_adjustment_proxy(train, target[~left_out])
     one_per_pair = np.flatnonzero(complements(train) < np.arange(len(train)))
