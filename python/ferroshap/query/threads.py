@@ -3,7 +3,6 @@ which Ctrl-C stops, and the ``n_jobs`` limit on it, on LightGBM and on the compi
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -12,7 +11,8 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from ferroshap import _core
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap.errors import InvalidArgumentError
+from ferroshap.validation import check_int
 
 __all__ = [
     "SIGNAL_POLL_SECONDS",
@@ -51,18 +51,12 @@ def check_n_jobs(n_jobs: Any) -> int | None:
     """
     if n_jobs is None:
         return None
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
-        raise InvalidTypeError(
-            f"n_jobs must be None or an int, got {type(n_jobs).__name__}", argument="n_jobs"
-        )
-    if int(n_jobs) == -1:
-        return None
-    if int(n_jobs) < 1:
+    value = check_int(n_jobs, "n_jobs", -1)
+    if value == 0:
         raise InvalidArgumentError(
-            f"n_jobs must be a positive int, or -1 / None for every CPU; got {n_jobs}",
-            argument="n_jobs",
+            "n_jobs must be a positive int, or -1 / None for every CPU; got 0", argument="n_jobs"
         )
-    return int(n_jobs)
+    return None if value == -1 else value
 
 
 def workers() -> int:

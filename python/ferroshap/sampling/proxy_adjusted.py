@@ -61,6 +61,7 @@ __all__ = [
     "PROPORTIONAL_TOLERANCE",
     "PROXY_METHODS",
     "Choice",
+    "HoldOut",
     "adjust",
     "adjust_with_errors",
     "candidate_fits",
@@ -222,10 +223,10 @@ def adjust_with_errors(
         odd = odd_residual(masks, complement, values, phi)
         one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
         wanted = (method,) if method in ("proxy-leverage", ODD_SPARSE) else CANDIDATES
-        held_out = None
+        split = None
         if method == ODD_CHOICE:
             fold = _folds(complement, HOLDOUT_FOLDS, design.seed, design.stream)
-            held_out = np.flatnonzero((fold == 0) & (complement < np.arange(len(masks))))
+            split = HoldOut.of(one_per_pair[fold[one_per_pair] == 0], one_per_pair, complement)
 
         # One proxy per row and output (and for "odd-choice" one more, on the pairs not held
         # out), fitted in threads (LightGBM and the tree reader release the GIL); each fit is
@@ -238,16 +239,14 @@ def adjust_with_errors(
         calls: list[Callable[[], Any]] = [
             partial(candidate_fits, masks, odd[:, j], one_per_pair, wanted) for j in fitted_columns
         ]
-        if held_out is not None:
-            calls += [
-                partial(held_out_errors, masks, complement, odd[:, j], held_out)
-                for j in fitted_columns
-            ]
+        if split is not None:
+            calls += [partial(held_out_errors, masks, odd[:, j], split) for j in fitted_columns]
         results = in_threads(calls)
-        fits_of = dict(zip(fitted_columns, results, strict=False))
+        fitted_count = len(fitted_columns)
+        fits_of = dict(zip(fitted_columns, results[:fitted_count], strict=True))
         name = method
-        if held_out is not None:  # pooled over the columns: one choice per design
-            scores_of = dict(zip(fitted_columns, results[len(fitted_columns) :], strict=True))
+        if split is not None:  # pooled over the columns: one choice per design
+            scores_of = dict(zip(fitted_columns, results[fitted_count:], strict=True))
             pooled = np.mean([scores_of[s] for s in sources], axis=0)
             name = CANDIDATES[int(np.argmin(pooled))]
             choice = Choice(name, dict(zip(CANDIDATES, pooled.tolist(), strict=True)))
@@ -314,27 +313,49 @@ def candidate_fits(
     return fits
 
 
-def held_out_errors(
-    masks: np.ndarray, complement: np.ndarray, target: np.ndarray, held_out: np.ndarray
-) -> np.ndarray:
-    """Each candidate's (:data:`CANDIDATES`, in order) mean squared error in predicting the odd
-    part ``target`` on the coalitions ``held_out`` (row indices, one per held-out pair;
-    ``complement`` as :func:`complements` gives it), fitted
-    on every other pair, relative to the mean square of ``target`` there.
+@dataclass(frozen=True)
+class HoldOut:
+    """The coalitions :data:`ODD_CHOICE` holds out of one design (row indices into its masks).
 
-    Every sampled coalition of a held-out pair is left out of the fit (the odd part of a pair's
-    two coalitions is one number), ∅ and N stay in. A game whose odd part is all zero scores 0
+    Attributes
+    ----------
+    held_out : numpy.ndarray
+        One coalition of each held-out pair.
+    train : numpy.ndarray
+        Every coalition of the other pairs, ∅ and N included.
+    train_pairs : numpy.ndarray
+        One coalition of each training pair, as positions in ``train``.
+    """
+
+    held_out: np.ndarray
+    train: np.ndarray
+    train_pairs: np.ndarray
+
+    @classmethod
+    def of(cls, held_out: np.ndarray, one_per_pair: np.ndarray, complement: np.ndarray) -> HoldOut:
+        """The split that holds out the pairs of ``held_out`` (rows of ``one_per_pair``);
+        ``complement`` as :func:`complements` gives it. Every sampled coalition of a held-out
+        pair is left out of the fit (the odd part of a pair's two coalitions is one number)."""
+        left_out = np.zeros(len(complement), dtype=bool)
+        left_out[held_out] = True
+        partners = complement[held_out]
+        left_out[partners[partners >= 0]] = True  # a coalition whose complement was not sampled
+        position = np.cumsum(~left_out) - 1  # each kept row's position among the kept rows
+        kept = one_per_pair[~left_out[one_per_pair]]
+        return cls(held_out, np.flatnonzero(~left_out), position[kept])
+
+
+def held_out_errors(masks: np.ndarray, target: np.ndarray, split: HoldOut) -> np.ndarray:
+    """Each candidate's (:data:`CANDIDATES`, in order) mean squared error in predicting the odd
+    part ``target`` on the held-out coalitions of ``split``, fitted on its training pairs,
+    relative to the mean square of ``target`` there. A game whose odd part is all zero scores 0
     everywhere.
     """
-    left_out = np.zeros(len(masks), dtype=bool)
-    left_out[held_out] = True
-    partners = complement[held_out]
-    left_out[partners[partners >= 0]] = True  # a coalition whose complement was not sampled
-    train = masks[~left_out]
-    booster = fit_adjustment_proxy(train, target[~left_out])
-    one_per_pair = np.flatnonzero(complements(train) < np.arange(len(train)))
+    train = masks[split.train]
+    booster = fit_adjustment_proxy(train, target[split.train])
     spectrum = proxy_spectrum(booster, masks.shape[1])
-    sparse = refit_odd(spectrum, train, target[~left_out], one_per_pair)
+    sparse = refit_odd(spectrum, train, target[split.train], split.train_pairs)
+    held_out = split.held_out
     y = target[held_out]
     proxy, refit = predict_proxy(booster, masks[held_out]), sparse.evaluate(masks[held_out])
     errors = [np.mean((y - f) ** 2) for f in (proxy, refit, (proxy + refit) / 2)]
