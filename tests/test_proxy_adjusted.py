@@ -228,3 +228,25 @@ def test_float32_binary_classifier_shares_one_proxy(monkeypatch, method: str) ->
     assert fits == 1
     np.testing.assert_allclose(shared[0], -shared[1], atol=1e-6)
     np.testing.assert_allclose(shared, alone, atol=1e-6)
+
+
+def test_odd_choice_scores_at_most_holdout_columns(monkeypatch) -> None:
+    # Ten explained columns: one proxy each, held-out fits for four of them only, and the values
+    # are the chosen candidate's, whichever columns scored.
+    masks = DESIGN.masks()
+    weights = np.random.default_rng(0).normal(size=(9, 10))
+    values = np.ascontiguousarray(np.sin(masks @ weights) + nonlinear_game(masks)[:, None])
+    phi = DESIGN.estimate(values)
+    scored = []
+    real_scores = proxy_adjusted.held_out_errors
+    monkeypatch.setattr(
+        proxy_adjusted,
+        "held_out_errors",
+        lambda m, t, split: scored.append(t) or real_scores(m, t, split),
+    )
+    chosen, _, choice = proxy_adjusted.adjust_with_errors("odd-choice", DESIGN, values, phi)
+    assert len(scored) == proxy_adjusted.HOLDOUT_COLUMNS == 4
+    assert choice is not None and choice.estimator in proxy_adjusted.CANDIDATES
+    np.testing.assert_array_equal(
+        chosen, proxy_adjusted.adjust(choice.estimator, DESIGN, values, phi)
+    )

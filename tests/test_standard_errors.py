@@ -93,7 +93,9 @@ def test_zero_for_a_constant_game(method: str) -> None:
     assert np.allclose(phi, 0) and np.allclose(se, 0, atol=1e-9)
 
 
-@pytest.mark.parametrize(("method", "budget"), [("kernel", 40), ("leverage", 40), ("auto", 40)])
+@pytest.mark.parametrize(
+    ("method", "budget"), [("kernel", 40), ("leverage", 40), ("auto", 40), ("auto", 120)]
+)
 def test_coverage_over_seeds(method: str, budget: int) -> None:
     terms, coefs, truth = unanimity_game(N, 11)
     game = unanimity(terms, coefs)

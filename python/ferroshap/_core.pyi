@@ -226,8 +226,10 @@ class SparseFunction:
         """Number of players ``n``."""
     def __len__(self) -> int:
         """Number of non-zero coefficients."""
-    def keys(self) -> list[tuple[int, ...]]:
-        """The keys, sorted by size then players."""
+    def keys(self, positions: NDArray[np.int64] | None = None) -> list[tuple[int, ...]]:
+        """The keys, sorted by size then players; given ``positions``, only the keys at those
+        positions of that order (raises ``InvalidArgumentError``, argument ``positions``, for
+        one outside ``0 .. len - 1``)."""
     def coefficients(self) -> NDArray[np.float64]:
         """The coefficients, in the order of :meth:`keys`."""
     def orders(self) -> NDArray[np.int64]:

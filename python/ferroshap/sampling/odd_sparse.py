@@ -55,11 +55,10 @@ def refit_odd(
     ([(0, 1, 2)], array([1.]))
     """
     n = masks.shape[1]
-    keys = spectrum.keys()
     odd = np.flatnonzero(spectrum.orders() % 2 == 1)
     magnitude = np.abs(spectrum.coefficients()[odd])
     largest = odd[np.argsort(-magnitude, kind="stable")[: len(masks) // SAMPLES_PER_TERM]]
-    support = {keys[t] for t in largest} | {(i,) for i in range(n)}
+    support = set(spectrum.keys(largest)) | {(i,) for i in range(n)}
     ordered = sorted(support, key=lambda key: (len(key), key))
     equations = masks if rows is None else masks[rows]
     basis = fourier_basis(equations, ordered)

@@ -52,6 +52,7 @@ from ferroshap.validation import check_int
 
 __all__ = [
     "CANDIDATES",
+    "HOLDOUT_COLUMNS",
     "HOLDOUT_FOLDS",
     "MIN_PAIRS",
     "ODD_BLEND",
@@ -64,10 +65,12 @@ __all__ = [
     "HoldOut",
     "adjust",
     "adjust_with_errors",
-    "candidate_fits",
+    "candidate_fit",
+    "fit_column_proxy",
     "held_out_errors",
     "proportional_columns",
     "resolve",
+    "scored_columns",
 ]
 
 PROXY_METHODS = ("proxy-leverage", "tree-msr")
@@ -95,6 +98,12 @@ CANDIDATES = ("proxy-leverage", ODD_SPARSE, ODD_BLEND)
 HOLDOUT_FOLDS = 5
 """:data:`ODD_CHOICE` holds out one of this many folds of coalition pairs: the candidates are
 fitted on the other folds and scored on it."""
+
+HOLDOUT_COLUMNS = 4
+"""Most explained columns (rows x outputs) whose held-out errors :data:`ODD_CHOICE` pools into
+its one choice per design; the others are not scored (a held-out fit costs about as much as
+the column's own proxy). The suite's cells, on which the choice was checked, explain four rows
+each."""
 
 ODD_MSR = "odd-msr"
 """Tree MSR of the regression's odd residual (used by ``method="auto"`` at small budgets):
@@ -210,6 +219,8 @@ def adjust_with_errors(
     ``"odd-msr"``, whose proxy is fitted on the very samples it corrects (its in-sample
     residuals are too small to measure the error by), it is the plain regression's
     (``Design.standard_errors`` of ``values``): an upper bound wherever the adjustment helps.
+    For :data:`ODD_CHOICE` they are scaled by the root of the winner's held-out error (the share
+    of the odd part's mean square its surrogate leaves unexplained on pairs it did not see).
     See ``docs/standard-errors.md``.
     """
     if design.exact:
@@ -222,35 +233,41 @@ def adjust_with_errors(
     if method in (*CANDIDATES, ODD_CHOICE):
         odd = odd_residual(masks, complement, values, phi)
         one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
-        wanted = (method,) if method in ("proxy-leverage", ODD_SPARSE) else CANDIDATES
         split = None
         if method == ODD_CHOICE:
             fold = _folds(complement, HOLDOUT_FOLDS, design.seed, design.stream)
             split = HoldOut.of(one_per_pair[fold[one_per_pair] == 0], one_per_pair, complement)
 
-        # One proxy per row and output (and for "odd-choice" one more, on the pairs not held
-        # out), fitted in threads (LightGBM and the tree reader release the GIL); each fit is
-        # single-threaded and seeded, so the order of completion does not matter and the
-        # results are bit for bit those of a plain loop. A column whose target is a multiple of
-        # the previous column's (a binary classifier's two probabilities) reuses that column's
-        # proxy, scaled: the fit is equivariant to the scale.
+        # One proxy per row and output, fitted in threads (LightGBM and the tree reader release
+        # the GIL); each fit is single-threaded and seeded, so the order of completion does not
+        # matter and the results are bit for bit those of a plain loop. A column whose target is
+        # a multiple of the previous column's (a binary classifier's two probabilities) reuses
+        # that column's proxy, scaled: the fit is equivariant to the scale. "odd-choice" also
+        # fits a proxy on the pairs not held out, for at most HOLDOUT_COLUMNS of the columns
+        # (the choice is one per design), and only the winner's surrogate is then evaluated.
         sources, scales = proportional_columns(odd, np.linalg.norm(values, axis=0))
         fitted_columns = np.flatnonzero(sources == np.arange(len(sources)))
         calls: list[Callable[[], Any]] = [
-            partial(candidate_fits, masks, odd[:, j], one_per_pair, wanted) for j in fitted_columns
+            partial(fit_column_proxy, masks, odd[:, j]) for j in fitted_columns
         ]
         if split is not None:
-            calls += [partial(held_out_errors, masks, odd[:, j], split) for j in fitted_columns]
+            scored = scored_columns(fitted_columns)
+            calls += [partial(held_out_errors, masks, odd[:, j], split) for j in scored]
         results = in_threads(calls)
-        fitted_count = len(fitted_columns)
-        fits_of = dict(zip(fitted_columns, results[:fitted_count], strict=True))
+        proxies = results[: len(fitted_columns)]
         name = method
-        if split is not None:  # pooled over the columns: one choice per design
-            scores_of = dict(zip(fitted_columns, results[fitted_count:], strict=True))
-            pooled = np.mean([scores_of[s] for s in sources], axis=0)
+        if split is not None:  # pooled over the scored columns: one choice per design
+            pooled = np.mean(results[len(fitted_columns) :], axis=0)
             name = CANDIDATES[int(np.argmin(pooled))]
             choice = Choice(name, dict(zip(CANDIDATES, pooled.tolist(), strict=True)))
-        fits = [fits_of[s][name] for s in sources]
+        surrogates = in_threads(
+            [
+                partial(candidate_fit, name, proxy, masks, odd[:, j], one_per_pair)
+                for j, proxy in zip(fitted_columns, proxies, strict=True)
+            ]
+        )
+        fits_of = dict(zip(fitted_columns, surrogates, strict=True))
+        fits = [fits_of[s] for s in sources]
         phi_f = np.stack([scale * fit[0] for scale, fit in zip(scales, fits, strict=True)])
         fitted = np.stack([scale * fit[1] for scale, fit in zip(scales, fits, strict=True)], 1)
         out = phi + phi_f - design.estimate(np.ascontiguousarray(fitted))
@@ -267,6 +284,11 @@ def adjust_with_errors(
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
     if method == "tree-msr":
         errors = partial(design.horvitz_thompson_errors, np.ascontiguousarray(residuals))
+    elif choice is not None:
+        # The winner's surrogate left this share of the odd part's mean square unexplained on
+        # pairs it did not see: the plain regression's standard errors, scaled by its root,
+        # stand for those of the regression on what the surrogate leaves out.
+        errors = partial(scaled_errors, design, values, choice.held_out_errors[name] ** 0.5)
     else:
         # The proxy was fitted on these samples, so its residuals here understate those it
         # leaves out (coverage fell to 30 % at budget 20n): the plain regression's standard
@@ -274,6 +296,11 @@ def adjust_with_errors(
         errors = partial(design.standard_errors, values)
     out += ((v1 - v0) - out.sum(axis=1))[:, None] / n
     return out, errors, choice
+
+
+def scaled_errors(design: _core.Design, values: np.ndarray, scale: float) -> np.ndarray:
+    """The plain regression's standard errors of ``values`` on ``design``, times ``scale``."""
+    return scale * design.standard_errors(values)
 
 
 @dataclass(frozen=True)
@@ -293,24 +320,47 @@ class Choice:
     held_out_errors: dict[str, float]
 
 
-def candidate_fits(
-    masks: np.ndarray, target: np.ndarray, one_per_pair: np.ndarray, wanted: tuple[str, ...]
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """For each candidate of ``wanted`` (names of :data:`CANDIDATES`): the Shapley values
-    ``[n]`` and the values on ``masks`` ``[m]`` of its surrogate of the odd part ``target``,
-    all from one proxy fitted to it (``"odd-blend"``'s is the mean of the other two)."""
+def fit_column_proxy(masks: np.ndarray, target: np.ndarray) -> tuple[Any, _core.SparseFunction]:
+    """The proxy of one column's odd part ``target`` on every sampled coalition, and its exact
+    Fourier spectrum."""
     booster = fit_adjustment_proxy(masks, target)
-    spectrum = proxy_spectrum(booster, masks.shape[1])
-    fits = {}
-    if wanted != (ODD_SPARSE,):
-        fits["proxy-leverage"] = spectrum.shapley_values(), predict_proxy(booster, masks)
-    if wanted != ("proxy-leverage",):
-        surrogate = refit_odd(spectrum, masks, target, one_per_pair)
-        fits[ODD_SPARSE] = surrogate.shapley_values(), surrogate.evaluate(masks)
-    if ODD_BLEND in wanted:
-        (phi_p, fit_p), (phi_s, fit_s) = fits["proxy-leverage"], fits[ODD_SPARSE]
-        fits[ODD_BLEND] = (phi_p + phi_s) / 2, (fit_p + fit_s) / 2
-    return fits
+    return booster, proxy_spectrum(booster, masks.shape[1])
+
+
+def candidate_fit(
+    name: str,
+    proxy: tuple[Any, _core.SparseFunction],
+    masks: np.ndarray,
+    target: np.ndarray,
+    one_per_pair: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Shapley values ``[n]`` and the values on ``masks`` ``[m]`` of candidate ``name``'s
+    surrogate (one of :data:`CANDIDATES`) of the odd part ``target``, from ``proxy`` (a
+    :func:`fit_column_proxy` of it); ``"odd-blend"``'s is the mean of the other two."""
+    booster, spectrum = proxy
+    if name == "proxy-leverage":
+        return spectrum.shapley_values(), predict_proxy(booster, masks)
+    surrogate = refit_odd(spectrum, masks, target, one_per_pair)
+    sparse = surrogate.shapley_values(), surrogate.evaluate(masks)
+    if name == ODD_SPARSE:
+        return sparse
+    phi_p, fit_p = spectrum.shapley_values(), predict_proxy(booster, masks)
+    return (phi_p + sparse[0]) / 2, (fit_p + sparse[1]) / 2
+
+
+def scored_columns(fitted_columns: np.ndarray) -> np.ndarray:
+    """The columns whose held-out errors :data:`ODD_CHOICE` pools: at most
+    :data:`HOLDOUT_COLUMNS` of ``fitted_columns``, evenly spread over them.
+
+    Examples
+    --------
+    >>> scored_columns(np.arange(3)).tolist(), scored_columns(np.arange(20)).tolist()
+    ([0, 1, 2], [0, 6, 13, 19])
+    """
+    if len(fitted_columns) <= HOLDOUT_COLUMNS:
+        return fitted_columns
+    spread = np.linspace(0, len(fitted_columns) - 1, HOLDOUT_COLUMNS).round().astype(int)
+    return fitted_columns[spread]
 
 
 @dataclass(frozen=True)

@@ -164,8 +164,30 @@ impl PySparseFunction {
         self.inner.len()
     }
 
-    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        keys_list(py, self.inner.terms())
+    #[pyo3(signature = (positions=None))]
+    fn keys<'py>(
+        &self,
+        py: Python<'py>,
+        positions: Option<PyReadonlyArray1<'py, i64>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let terms = self.inner.terms();
+        let Some(positions) = positions else {
+            return keys_list(py, terms);
+        };
+        let chosen = positions
+            .as_array()
+            .iter()
+            .map(|&p| {
+                usize::try_from(p)
+                    .ok()
+                    .and_then(|p| terms.get(p).cloned())
+                    .ok_or_else(|| {
+                        let expected = format!("must be in 0..{}, got {p}", terms.len());
+                        to_py_err(py, CoreError::invalid("positions", expected))
+                    })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        keys_list(py, &chosen)
     }
 
     fn coefficients<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
