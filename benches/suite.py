@@ -5,11 +5,13 @@ of games with exact truth, resumable seed by seed.
 Usage::
 
     python benches/suite.py [--out DIR] [--smoke] [--games a,b] [--methods a,b] [--seeds K]
-                            [--first-seed S] [--jobs J]
+                            [--first-seed S] [--jobs J] [--peer-cache DIR | --no-peer-cache]
 
 Writes ``DIR/cells/*.parquet`` (one per cell, rewritten after each of its seeds; rerun to resume
-or to add seeds and estimators), ``DIR/suite.parquet`` (every run of the requested seeds and
-estimators), ``DIR/suite_summary.parquet``, ``DIR/suite.md`` and ``DIR/suite.png``.
+or to add seeds and estimators; the peers' runs are taken from and written back to the committed
+``benches/peer-cache/``, so a rerun computes only ours once the cache holds the peers),
+``DIR/suite.parquet`` (every run of the requested seeds and estimators),
+``DIR/suite_summary.parquet``, ``DIR/suite.md`` and ``DIR/suite.png``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from ferroshap.bench import suite
 from ferroshap.bench.timing import fix_threads
 
 RESULTS = Path(__file__).resolve().parent / "results" / "suite"
+PEER_CACHE = Path(__file__).resolve().parent / "peer-cache"
+"""The peers' runs, committed: a rerun computes only ours and the peer runs it lacks."""
 
 
 def _names(text: str) -> list[str]:
@@ -55,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="worker processes, one (game, background) each"
     )
+    parser.add_argument(
+        "--peer-cache",
+        type=Path,
+        default=PEER_CACHE,
+        help="folder of cached peer runs, read and updated (default: benches/peer-cache)",
+    )
+    parser.add_argument("--no-peer-cache", action="store_true", help="neither read nor update it")
     args = parser.parse_args(argv)
     fix_threads()
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -71,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         seeds=range(args.first_seed, args.first_seed + count),
         progress=lambda line: print(line, file=sys.stderr, flush=True),
         jobs=args.jobs,
+        peer_cache=None if args.no_peer_cache else args.peer_cache,
         **grid,
     )
     summary = suite.summarize_suite(runs)

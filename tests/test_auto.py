@@ -11,7 +11,8 @@ import ferroshap as fs
 from conftest import all_masks
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.sampling import auto
-from ferroshap.sampling.proxy_adjusted import CANDIDATES, minimum_budget
+from ferroshap.sampling.odd_choice import CANDIDATES
+from ferroshap.sampling.proxy_adjusted import minimum_budget
 
 
 def order_two_game(n: int, seed: int = 0):

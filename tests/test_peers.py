@@ -139,7 +139,8 @@ def test_suite_script_smoke_form(tmp_path) -> None:
     spec = importlib.util.spec_from_file_location("suite_script", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.main(["--smoke", "--out", str(tmp_path)]) == 0
+    cache = tmp_path / "peer-cache"  # not the committed one
+    assert module.main(["--smoke", "--out", str(tmp_path), "--peer-cache", str(cache)]) == 0
     runs = pl.read_parquet(tmp_path / "suite.parquet")
     assert set(runs["game"]) == set(suite.SMOKE_GAMES)
     assert set(runs["seed"]) == {0, 1}
@@ -245,3 +246,36 @@ def test_producer_versions_name_the_library() -> None:
     assert producer_version("leverage").startswith("ferroshap ")
     assert producer_version("leverage") == producer_version("auto")
     assert producer_version("shapiq-kernel").startswith("shapiq ")
+
+
+def test_suite_takes_peer_runs_from_the_cache_and_adds_the_missing_ones(
+    tmp_path, monkeypatch
+) -> None:
+    # a peer runs once per library version, wherever the suite runs: a fresh output folder
+    # reads its runs from the cache, computes only ours and the peer runs the cache lacks (or
+    # holds for another version of the peer), and writes those back
+    _needs("shapiq-kernel")
+    grid = {"games": ["forest"], "backgrounds": [1], "factors": [5]}
+    methods, cache = ["leverage", "shapiq-kernel"], tmp_path / "cache"
+    first = suite.run_suite(tmp_path / "a", methods=methods, seeds=[0], peer_cache=cache, **grid)
+    (path,) = cache.iterdir()
+    assert pl.read_parquet(path)["method"].to_list() == ["shapiq-kernel"]  # peers only
+    calls = []
+    real = suite.run_one
+    monkeypatch.setattr(
+        suite, "run_one", lambda g, m, b, s, *a: calls.append((m, s)) or real(g, m, b, s, *a)
+    )
+    again = suite.run_suite(tmp_path / "b", methods=methods, seeds=[0, 1], peer_cache=cache, **grid)
+    assert calls == [("leverage", 0), ("leverage", 1), ("shapiq-kernel", 1)]
+    key = ["seed", "method"]
+    assert again.filter(pl.col("seed") == 0).sort(key)["rel_error"].to_list() == (
+        first.sort(key)["rel_error"].to_list()
+    )
+    assert sorted(pl.read_parquet(path)["seed"].to_list()) == [0, 1]
+    stale = pl.read_parquet(path).with_columns(version=pl.lit("shapiq 0.0.1"))
+    stale.write_parquet(path)
+    calls.clear()
+    suite.run_suite(tmp_path / "c", methods=["shapiq-kernel"], seeds=[0], peer_cache=cache, **grid)
+    assert calls == [("shapiq-kernel", 0)]
+    cached = pl.read_parquet(path)
+    assert cached["version"].to_list() == [producer_version("shapiq-kernel")]  # stale ones gone

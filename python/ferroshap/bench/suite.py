@@ -190,6 +190,7 @@ def run_suite(
     factors: Sequence[int] = BUDGET_FACTORS,
     progress: Callable[[str], None] | None = None,
     jobs: int = 1,
+    peer_cache: str | Path | None = None,
 ) -> Any:
     """Run the (cell, seed, estimator) runs that ``out/cells`` does not hold yet and return every
     run of the grid for ``methods`` and ``seeds``.
@@ -211,6 +212,11 @@ def run_suite(
         runs) with ``$FERROSHAP_BENCH_THREADS / jobs`` threads (at least one), so the wall
         seconds per row stay comparable within a run. Accuracy does not depend on it; a cell's
         file is only written by the process that runs the cell.
+    peer_cache
+        A folder of peers' runs, ``<cell>.parquet`` per cell (``benches/peer-cache`` in the
+        repository): before running, a cell takes the cached runs it lacks (only those recorded
+        by the installed version of their library); afterwards every peer run of the cell is
+        written back, so peers run once per library version, wherever the suite runs.
 
     Returns
     -------
@@ -227,6 +233,11 @@ def run_suite(
     folder = Path(out) / "cells"
     folder.mkdir(parents=True, exist_ok=True)
     grid = cells(games, backgrounds, factors)
+    if peer_cache is not None:
+        for cell in grid:
+            _merge_peer_runs(
+                Path(peer_cache) / f"{cell.key}.parquet", folder / f"{cell.key}.parquet"
+            )
     tasks: dict[tuple[str, int], list[tuple[Cell, Todo]]] = {}
     for cell in grid:
         todo = _missing_runs(folder / f"{cell.key}.parquet", methods, seeds)
@@ -241,6 +252,12 @@ def run_suite(
         # n = 100 do not start last on one worker while the other sits idle.
         work = sorted(tasks.values(), key=lambda task: -sum(map(_cost, task)))
         _run_in_processes(folder, work, jobs, report)
+    if peer_cache is not None:
+        Path(peer_cache).mkdir(parents=True, exist_ok=True)
+        for cell in grid:
+            _merge_peer_runs(
+                folder / f"{cell.key}.parquet", Path(peer_cache) / f"{cell.key}.parquet"
+            )
     wanted = [folder / f"{c.key}.parquet" for c in grid]
     runs = pl.concat([_read_cell(p) for p in wanted], how="diagonal_relaxed")
     runs = runs.filter(pl.col("method").is_in(methods), pl.col("seed").is_in(list(seeds)))
@@ -261,6 +278,27 @@ def _missing_runs(path: Path, methods: Sequence[str], seeds: Sequence[int]) -> T
     done = set(_current_runs(_read_cell(path)).select("seed", "method").iter_rows())
     todo = [(seed, [m for m in methods if (seed, m) not in done]) for seed in seeds]
     return [(seed, missing) for seed, missing in todo if missing]
+
+
+def _merge_peer_runs(source: Path, target: Path) -> None:
+    """Add to the cell file ``target`` the current peer runs of ``source`` (a cell file of the
+    same cell) that it lacks, by (seed, method); runs of stale producer versions are dropped
+    from both. Written through a temporary file, and only when something changed."""
+    import polars as pl
+
+    offered = _current_runs(_read_cell(source))
+    peers = [m for m in offered["method"].unique().to_list() if library_of(m) != "ferroshap"]
+    offered = offered.filter(pl.col("method").is_in(peers))
+    held = _read_cell(target)
+    current = _current_runs(held)
+    merged = pl.concat([current, offered], how="diagonal_relaxed").unique(
+        ["seed", "method"], keep="first", maintain_order=True
+    )
+    if merged.height == held.height and current.height == held.height:
+        return
+    partial = target.with_suffix(".parquet.tmp")
+    merged.write_parquet(partial)
+    os.replace(partial, target)
 
 
 def _read_cell(path: Path) -> Any:

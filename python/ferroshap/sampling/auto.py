@@ -14,13 +14,8 @@ from dataclasses import dataclass
 
 from ferroshap import _core, memory
 from ferroshap.sampling import proxy_adjusted
-from ferroshap.sampling.proxy_adjusted import (
-    ODD_BLEND,
-    ODD_CHOICE,
-    ODD_MSR,
-    ODD_SPARSE,
-    minimum_budget,
-)
+from ferroshap.sampling.odd_choice import ODD_BLEND, ODD_CHOICE, ODD_SPARSE
+from ferroshap.sampling.proxy_adjusted import ODD_MSR, minimum_budget
 
 __all__ = ["AUTO", "RECIPES", "Recipe", "choose", "resolve"]
 

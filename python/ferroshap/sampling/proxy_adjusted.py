@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -47,63 +46,41 @@ from ferroshap._core import EMPTY_ROW, FULL_ROW
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.interactions.proxy import fit_adjustment_proxy, predict_proxy, proxy_spectrum
 from ferroshap.query.threads import in_threads
-from ferroshap.sampling.odd_sparse import refit_odd
+from ferroshap.sampling.odd_choice import (
+    CANDIDATES,
+    HOLDOUT_FOLDS,
+    ODD_BLEND,
+    ODD_CHOICE,
+    ODD_SPARSE,
+    Choice,
+    HoldOut,
+    candidate_fit,
+    fit_column_proxy,
+    held_out_errors,
+    scored_columns,
+)
 from ferroshap.validation import check_int
 
 __all__ = [
-    "CANDIDATES",
-    "HOLDOUT_COLUMNS",
-    "HOLDOUT_FOLDS",
     "MIN_PAIRS",
-    "ODD_BLEND",
-    "ODD_CHOICE",
     "ODD_MSR",
-    "ODD_SPARSE",
     "PROPORTIONAL_TOLERANCE",
     "PROXY_METHODS",
-    "Choice",
-    "HoldOut",
     "adjust",
     "adjust_with_errors",
-    "candidate_fit",
-    "fit_column_proxy",
-    "held_out_errors",
+    "check_cross_fit",
+    "complements",
+    "minimum_budget",
+    "odd_residual",
     "proportional_columns",
     "resolve",
-    "scored_columns",
 ]
 
 PROXY_METHODS = ("proxy-leverage", "tree-msr")
+"""Methods that adjust a LeverageSHAP design with a LightGBM proxy (not planned by the core)."""
 
 SAMPLED = FULL_ROW + 1
 """A sampled design's first sampled row (∅ and N come before it)."""
-
-ODD_SPARSE = "odd-sparse"
-"""The adjustment of :mod:`ferroshap.sampling.odd_sparse` (used by ``method="auto"``): like
-``"proxy-leverage"``, with the proxy replaced by a least-squares refit of the odd part on the
-proxy's largest odd Fourier terms."""
-"""Methods that adjust a LeverageSHAP design with a LightGBM proxy (not planned by the core)."""
-
-ODD_BLEND = "odd-blend"
-"""The mean of the ``"proxy-leverage"`` and :data:`ODD_SPARSE` estimates of one proxy (used by
-``method="auto"``): where one of them overfits the samples, the other's error rarely agrees."""
-
-ODD_CHOICE = "odd-choice"
-"""``method="auto"``'s choice among :data:`CANDIDATES` by their held-out error on the design's
-own coalitions (:func:`held_out_errors`); the estimator that won is reported by name."""
-
-CANDIDATES = ("proxy-leverage", ODD_SPARSE, ODD_BLEND)
-"""What :data:`ODD_CHOICE` chooses from, in the order that breaks ties."""
-
-HOLDOUT_FOLDS = 5
-""":data:`ODD_CHOICE` holds out one of this many folds of coalition pairs: the candidates are
-fitted on the other folds and scored on it."""
-
-HOLDOUT_COLUMNS = 4
-"""Most explained columns (rows x outputs) whose held-out errors :data:`ODD_CHOICE` pools into
-its one choice per design; the others are not scored (a held-out fit costs about as much as
-the column's own proxy). The suite's cells, on which the choice was checked, explain four rows
-each."""
 
 ODD_MSR = "odd-msr"
 """Tree MSR of the regression's odd residual (used by ``method="auto"`` at small budgets):
@@ -301,115 +278,6 @@ def adjust_with_errors(
 def scaled_errors(design: _core.Design, values: np.ndarray, scale: float) -> np.ndarray:
     """The plain regression's standard errors of ``values`` on ``design``, times ``scale``."""
     return scale * design.standard_errors(values)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What :data:`ODD_CHOICE` chose for one design.
-
-    Attributes
-    ----------
-    estimator : str
-        The candidate that won (one of :data:`CANDIDATES`).
-    held_out_errors : dict[str, float]
-        Each candidate's held-out error, averaged over the explained columns
-        (:func:`held_out_errors`).
-    """
-
-    estimator: str
-    held_out_errors: dict[str, float]
-
-
-def fit_column_proxy(masks: np.ndarray, target: np.ndarray) -> tuple[Any, _core.SparseFunction]:
-    """The proxy of one column's odd part ``target`` on every sampled coalition, and its exact
-    Fourier spectrum."""
-    booster = fit_adjustment_proxy(masks, target)
-    return booster, proxy_spectrum(booster, masks.shape[1])
-
-
-def candidate_fit(
-    name: str,
-    proxy: tuple[Any, _core.SparseFunction],
-    masks: np.ndarray,
-    target: np.ndarray,
-    one_per_pair: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The Shapley values ``[n]`` and the values on ``masks`` ``[m]`` of candidate ``name``'s
-    surrogate (one of :data:`CANDIDATES`) of the odd part ``target``, from ``proxy`` (a
-    :func:`fit_column_proxy` of it); ``"odd-blend"``'s is the mean of the other two."""
-    booster, spectrum = proxy
-    if name == "proxy-leverage":
-        return spectrum.shapley_values(), predict_proxy(booster, masks)
-    surrogate = refit_odd(spectrum, masks, target, one_per_pair)
-    sparse = surrogate.shapley_values(), surrogate.evaluate(masks)
-    if name == ODD_SPARSE:
-        return sparse
-    phi_p, fit_p = spectrum.shapley_values(), predict_proxy(booster, masks)
-    return (phi_p + sparse[0]) / 2, (fit_p + sparse[1]) / 2
-
-
-def scored_columns(fitted_columns: np.ndarray) -> np.ndarray:
-    """The columns whose held-out errors :data:`ODD_CHOICE` pools: at most
-    :data:`HOLDOUT_COLUMNS` of ``fitted_columns``, evenly spread over them.
-
-    Examples
-    --------
-    >>> scored_columns(np.arange(3)).tolist(), scored_columns(np.arange(20)).tolist()
-    ([0, 1, 2], [0, 6, 13, 19])
-    """
-    if len(fitted_columns) <= HOLDOUT_COLUMNS:
-        return fitted_columns
-    spread = np.linspace(0, len(fitted_columns) - 1, HOLDOUT_COLUMNS).round().astype(int)
-    return fitted_columns[spread]
-
-
-@dataclass(frozen=True)
-class HoldOut:
-    """The coalitions :data:`ODD_CHOICE` holds out of one design (row indices into its masks).
-
-    Attributes
-    ----------
-    held_out : numpy.ndarray
-        One coalition of each held-out pair.
-    train : numpy.ndarray
-        Every coalition of the other pairs, ∅ and N included.
-    train_pairs : numpy.ndarray
-        One coalition of each training pair, as positions in ``train``.
-    """
-
-    held_out: np.ndarray
-    train: np.ndarray
-    train_pairs: np.ndarray
-
-    @classmethod
-    def of(cls, held_out: np.ndarray, one_per_pair: np.ndarray, complement: np.ndarray) -> HoldOut:
-        """The split that holds out the pairs of ``held_out`` (rows of ``one_per_pair``);
-        ``complement`` as :func:`complements` gives it. Every sampled coalition of a held-out
-        pair is left out of the fit (the odd part of a pair's two coalitions is one number)."""
-        left_out = np.zeros(len(complement), dtype=bool)
-        left_out[held_out] = True
-        partners = complement[held_out]
-        left_out[partners[partners >= 0]] = True  # a coalition whose complement was not sampled
-        position = np.cumsum(~left_out) - 1  # each kept row's position among the kept rows
-        kept = one_per_pair[~left_out[one_per_pair]]
-        return cls(held_out, np.flatnonzero(~left_out), position[kept])
-
-
-def held_out_errors(masks: np.ndarray, target: np.ndarray, split: HoldOut) -> np.ndarray:
-    """Each candidate's (:data:`CANDIDATES`, in order) mean squared error in predicting the odd
-    part ``target`` on the held-out coalitions of ``split``, fitted on its training pairs,
-    relative to the mean square of ``target`` there. A game whose odd part is all zero scores 0
-    everywhere.
-    """
-    train = masks[split.train]
-    booster = fit_adjustment_proxy(train, target[split.train])
-    spectrum = proxy_spectrum(booster, masks.shape[1])
-    sparse = refit_odd(spectrum, train, target[split.train], split.train_pairs)
-    held_out = split.held_out
-    y = target[held_out]
-    proxy, refit = predict_proxy(booster, masks[held_out]), sparse.evaluate(masks[held_out])
-    errors = [np.mean((y - f) ** 2) for f in (proxy, refit, (proxy + refit) / 2)]
-    return np.array(errors) / max(float(np.mean(y**2)), np.finfo(float).tiny)
 
 
 def odd_residual(
