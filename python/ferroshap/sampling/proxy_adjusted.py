@@ -192,13 +192,14 @@ def adjust_with_errors(
     carries no sampling error. For ``"tree-msr"`` the standard error is the stratified
     Horvitz-Thompson variance (``Design.horvitz_thompson_errors``) of its maximum-sample-reuse
     estimate of the residual game: valid with ``cross_fit`` (each residual from a proxy that
-    did not see it), optimistic without. For ``"proxy-leverage"``, ``"odd-sparse"`` and
-    ``"odd-msr"``, whose proxy is fitted on the very samples it corrects (its in-sample
-    residuals are too small to measure the error by), it is the plain regression's
-    (``Design.standard_errors`` of ``values``): an upper bound wherever the adjustment helps.
-    For :data:`ODD_CHOICE` they are scaled by the root of the winner's held-out error (the share
-    of the odd part's mean square its surrogate leaves unexplained on pairs it did not see).
-    See ``docs/standard-errors.md``.
+    did not see it), optimistic without. The other proxies are fitted on the very samples they
+    correct (their in-sample residuals are too small to measure the error by): for
+    :data:`CANDIDATES` and :data:`ODD_CHOICE` the standard errors are the plain regression's
+    (``Design.standard_errors`` of ``values``) scaled by the root of the surrogate's held-out
+    error, the share of the odd part's mean square it leaves unexplained on pairs it did not see
+    (at most 1; :func:`scaled_errors`: for a candidate run on its own, its held-out fits run
+    only when the errors are read); for ``"odd-msr"`` the plain regression's, an upper bound
+    wherever the adjustment helps. See ``docs/standard-errors.md``.
     """
     if design.exact:
         return phi, lambda: np.zeros_like(phi), None
@@ -207,13 +208,11 @@ def adjust_with_errors(
     complement = complements(masks)
     v0, v1 = values[EMPTY_ROW], values[FULL_ROW]
     choice = None
+    one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
+    fold = _folds(complement, HOLDOUT_FOLDS, design.seed, design.stream)
+    split = HoldOut.of(one_per_pair[fold[one_per_pair] == 0], one_per_pair, complement)
     if method in (*CANDIDATES, ODD_CHOICE):
         odd = odd_residual(masks, complement, values, phi)
-        one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
-        split = None
-        if method == ODD_CHOICE:
-            fold = _folds(complement, HOLDOUT_FOLDS, design.seed, design.stream)
-            split = HoldOut.of(one_per_pair[fold[one_per_pair] == 0], one_per_pair, complement)
 
         # One proxy per row and output, fitted in threads (LightGBM and the tree reader release
         # the GIL); each fit is single-threaded and seeded, so the order of completion does not
@@ -227,13 +226,14 @@ def adjust_with_errors(
         calls: list[Callable[[], Any]] = [
             partial(fit_column_proxy, masks, odd[:, j]) for j in fitted_columns
         ]
-        if split is not None:
-            scored = scored_columns(fitted_columns)
-            calls += [partial(held_out_errors, masks, odd[:, j], split) for j in scored]
-        results = in_threads(calls)
+        scores = [
+            partial(held_out_errors, masks, odd[:, j], split)
+            for j in scored_columns(fitted_columns)
+        ]
+        results = in_threads(calls + scores if method == ODD_CHOICE else calls)
         proxies = results[: len(fitted_columns)]
         name = method
-        if split is not None:  # pooled over the scored columns: one choice per design
+        if method == ODD_CHOICE:  # pooled over the scored columns: one choice per design
             pooled = np.mean(results[len(fitted_columns) :], axis=0)
             name = CANDIDATES[int(np.argmin(pooled))]
             choice = Choice(name, dict(zip(CANDIDATES, pooled.tolist(), strict=True)))
@@ -261,11 +261,19 @@ def adjust_with_errors(
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
     if method == "tree-msr":
         errors = partial(design.horvitz_thompson_errors, np.ascontiguousarray(residuals))
+        if cross_fit is None:  # in-sample residuals, too small: widened by held-out evidence
+            ratios = [
+                partial(held_out_ratio, masks, values[:, j], residuals[:, j], split)
+                for j in scored_columns(np.arange(values.shape[1]))
+            ]
+            errors = partial(widened_errors, errors, ratios)
     elif choice is not None:
         # The winner's surrogate left this share of the odd part's mean square unexplained on
         # pairs it did not see: the plain regression's standard errors, scaled by its root,
         # stand for those of the regression on what the surrogate leaves out.
-        errors = partial(scaled_errors, design, values, choice.held_out_errors[name] ** 0.5)
+        errors = partial(scaled_errors, design, values, choice.held_out_errors[name])
+    elif method in CANDIDATES:  # the same evidence, gathered only when the errors are read
+        errors = partial(held_out_scaled_errors, design, values, scores, CANDIDATES.index(name))
     else:
         # The proxy was fitted on these samples, so its residuals here understate those it
         # leaves out (coverage fell to 30 % at budget 20n): the plain regression's standard
@@ -275,9 +283,45 @@ def adjust_with_errors(
     return out, errors, choice
 
 
-def scaled_errors(design: _core.Design, values: np.ndarray, scale: float) -> np.ndarray:
-    """The plain regression's standard errors of ``values`` on ``design``, times ``scale``."""
-    return scale * design.standard_errors(values)
+def scaled_errors(design: _core.Design, values: np.ndarray, held_out_error: float) -> np.ndarray:
+    """The plain regression's standard errors of ``values`` on ``design``, times the root of a
+    surrogate's relative ``held_out_error``, at most 1: a surrogate fitted on four fifths of few
+    pairs can score worse than nothing where the one fitted on all of them does not hurt (at 5n
+    the plain regression's standard errors alone covered 96 %)."""
+    return min(1.0, held_out_error**0.5) * design.standard_errors(values)
+
+
+def held_out_ratio(masks: np.ndarray, v: np.ndarray, residual: np.ndarray, split: HoldOut) -> float:
+    """How much larger Tree MSR's residuals (``residual``, of a proxy fitted to ``v`` on every
+    coalition, relative to the empty one) are on the held-out coalitions of ``split`` when the
+    proxy did not see them: the ratio of their sums of squares (1 where the seen ones are 0)."""
+    booster = fit_adjustment_proxy(masks[split.train], v[split.train])
+    held_out = split.held_out
+    shift = v[EMPTY_ROW] - predict_proxy(booster, masks[[EMPTY_ROW]])[0]
+    unseen = v[held_out] - predict_proxy(booster, masks[held_out]) - shift
+    seen = float(residual[held_out] @ residual[held_out])
+    return float(unseen @ unseen) / seen if seen > 0 else 1.0
+
+
+def widened_errors(
+    errors: Callable[[], np.ndarray], ratios: list[Callable[[], float]]
+) -> np.ndarray:
+    """``errors()`` times the root of the mean of the ``ratios`` (calls of
+    :func:`held_out_ratio`), at least 1."""
+    return max(1.0, float(np.mean(in_threads(ratios)))) ** 0.5 * errors()
+
+
+def held_out_scaled_errors(
+    design: _core.Design,
+    values: np.ndarray,
+    scores: list[Callable[[], np.ndarray]],
+    candidate: int,
+) -> np.ndarray:
+    """:func:`scaled_errors` by the root of candidate ``candidate``'s (an index into
+    :data:`CANDIDATES`) held-out error, pooled over the columns that ``scores`` (calls of
+    :func:`~ferroshap.sampling.odd_choice.held_out_errors`) score."""
+    pooled = np.mean(in_threads(scores), axis=0)
+    return scaled_errors(design, values, float(pooled[candidate]))
 
 
 def odd_residual(
