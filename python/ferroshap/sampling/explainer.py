@@ -152,8 +152,6 @@ class Explainer:
     A ``torch.nn.Module`` gets NumPy data moved to its parameters' device and dtype, and is
     called under ``torch.inference_mode()``.
 
-    Notes
-    -----
     With a single feature, its value is the whole difference ``f(x) - mean_b f(b)``.
 
     Examples
