@@ -340,3 +340,12 @@ def test_orders_are_the_key_sizes() -> None:
     f = random_moebius(9, 30, seed=3).to_fourier()
     assert f.orders().tolist() == [len(key) for key in f.keys()]
     assert f.orders().dtype == np.int64
+
+
+def test_keys_at_positions_without_building_the_others() -> None:
+    f = _core.SparseFunction("Fourier", 3, [(0,), (1, 2), (0, 1, 2)], np.array([1.0, 2.0, 3.0]))
+    assert f.keys(np.array([2, 0])) == [(0, 1, 2), (0,)]
+    assert f.keys(np.array([], dtype=np.int64)) == [] and f.keys() == [(0,), (1, 2), (0, 1, 2)]
+    for bad in (3, -1):
+        with pytest.raises(InvalidArgumentError, match=r"^positions: must be in 0\.\.3"):
+            f.keys(np.array([bad]))
