@@ -12,7 +12,9 @@ import ferroshap as fs
 from ferroshap import _core
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.interactions.proxy import MAX_PROXY_THREADS, proxy_threads
+from ferroshap.query import threads
 from ferroshap.query.threads import available_cpus, check_n_jobs, in_threads, limited, workers
+from ferroshap.sampling import proxy_adjusted
 
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2"])
@@ -71,3 +73,26 @@ def test_values_do_not_depend_on_n_jobs():
     )
     one = fs.shapley_values(game, 30, budget=600, seed=2, n_jobs=1)
     np.testing.assert_array_equal(one, fs.shapley_values(game, 30, budget=600, seed=2))
+
+
+def test_standard_errors_read_later_keep_the_limit(monkeypatch):
+    # a proxy method's standard errors fit held-out proxies when first read, after the call:
+    # they still run within the explainer's n_jobs (the pool and the compiled core)
+    seen = []
+    real = proxy_adjusted.held_out_errors
+    monkeypatch.setattr(
+        proxy_adjusted,
+        "held_out_errors",
+        lambda *args: seen.append((workers(), threads._LIMIT.get())) or real(*args),
+    )
+    rng = np.random.default_rng(4)
+    background, X = rng.normal(size=(6, 10)), rng.normal(size=(3, 10))
+
+    def model(z):
+        return np.tanh(z[:, 0] * z[:, 1] * z[:, 2]) + z @ np.linspace(-1, 1, 10)
+
+    ex = fs.Explainer(model, background, method="proxy-leverage", budget=200, seed=1, n_jobs=1)
+    result = ex(X)
+    assert seen == [] and threads._LIMIT.get() is None
+    assert result.standard_errors.shape == result.values.shape
+    assert seen and set(seen) == {(1, 1)}

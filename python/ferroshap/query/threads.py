@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import partial
 from typing import Any, TypeVar
 
 from ferroshap import _core
@@ -20,6 +21,7 @@ __all__ = [
     "check_n_jobs",
     "in_threads",
     "limited",
+    "within_limit",
     "workers",
 ]
 
@@ -103,6 +105,12 @@ def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
             pool.shutdown(wait=False, cancel_futures=True)
             _core.interrupt()
             raise
+
+
+def within_limit(call: Callable[[], T]) -> Callable[[], T]:
+    """``call``, bound to the current ``n_jobs`` limit (:func:`limited`): run later, outside the
+    block (a result's standard errors, computed when first read), it keeps that limit."""
+    return partial(_within, _LIMIT.get(), call)
 
 
 def _within(limit: int | None, call: Callable[[], T]) -> T:

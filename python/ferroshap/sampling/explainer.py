@@ -21,7 +21,7 @@ from ferroshap.query.frames import Table, frame_model, read_rows_like, read_tabl
 from ferroshap.query.games import LINKS, RawGame, TabularGame
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.models import resolve_model
-from ferroshap.query.threads import check_n_jobs, limited
+from ferroshap.query.threads import check_n_jobs, limited, within_limit
 from ferroshap.results.explanation import Explanation
 from ferroshap.sampling.auto import AUTO, resolve
 from ferroshap.sampling.engine import (
@@ -435,7 +435,7 @@ class Explainer:
             budget=self.budget,
             estimator=", ".join(estimators) or "exact",
             diagnostics=diagnostics(ran),
-            errors_source=standard_errors,
+            errors_source=within_limit(standard_errors),
         )
 
     def _explain_players(
@@ -517,5 +517,5 @@ class Explainer:
             budget=budget,
             estimator=ran.estimator,
             diagnostics=diagnostics([ran]),
-            errors_source=lambda: errors()[:1] if single else errors().T[None],
+            errors_source=within_limit(lambda: errors()[:1] if single else errors().T[None]),
         )
