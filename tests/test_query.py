@@ -73,6 +73,57 @@ def test_explainer_chunks_and_halves(data) -> None:
     np.testing.assert_allclose(halved.values, truth, rtol=0, atol=1e-12)
 
 
+class Recording(Counting):
+    """:class:`Counting` that also keeps a copy of every batch it is given."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        super().__init__(limit)
+        self.batches: list[np.ndarray] = []
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        self.batches.append(batch.copy())
+        return super().__call__(batch)
+
+
+@pytest.mark.parametrize("limit", [None, 40])
+def test_inputs_filled_ahead_are_the_inputs_of_their_chunk(data, limit) -> None:
+    # with two workers the next chunk is filled on a helper thread while the model runs; one
+    # worker fills each chunk when asked: the model must see the same batches either way, also
+    # when a chunk runs out of memory and is halved (the chunk filled ahead is then dropped)
+    background, X = data
+    runs = {}
+    for n_jobs in (1, 2):
+        model = Recording(limit)
+        ex = fs.Explainer(
+            model, background, method="leverage", budget=40, n_jobs=n_jobs, batch_size=80
+        )
+        runs[n_jobs] = model, ex(X).values
+    (one, values_one), (two, values_two) = runs[1], runs[2]
+    assert len(one.batches) == len(two.batches) > 4
+    for a, b in zip(one.batches, two.batches, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(values_one, values_two)
+
+
+def test_a_model_error_mid_query_leaves_no_filling_thread(data) -> None:
+    import threading
+
+    background, X = data
+    calls = []
+
+    def failing(batch: np.ndarray) -> np.ndarray:
+        calls.append(len(batch))
+        if len(calls) == 3:
+            raise RuntimeError("model failed")
+        return batch.sum(axis=1)
+
+    before = threading.active_count()
+    ex = fs.Explainer(failing, background, method="leverage", budget=40, n_jobs=2, batch_size=20)
+    with pytest.raises(RuntimeError, match="model failed"):
+        ex(X)
+    assert threading.active_count() == before
+
+
 def test_shapley_values_chunks_and_halves_a_raw_game() -> None:
     weights = np.arange(1.0, N + 1.0)
     sizes: list[int] = []

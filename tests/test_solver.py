@@ -71,7 +71,8 @@ class CountingDesign:
 def test_masked_inputs_read_the_design_a_chunk_at_a_time():
     """A model's masked inputs come from the design's bits chunk by chunk (no m x n array of
     masks), with the same values as from the whole mask array."""
-    from ferroshap.query.games import DesignMasks, TabularGame
+    from ferroshap.query.games import TabularGame
+    from ferroshap.query.inputs import DesignMasks
     from ferroshap.query.loop import QueryOptions
 
     n, rows = 40, 3

@@ -9,21 +9,20 @@ explained quantity; for several rows and outputs the columns are row-major over
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 
-from ferroshap import _core, memory
+from ferroshap import memory
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.query.backend import ArrayBackend, check_outputs, check_outputs_shape
 from ferroshap.query.frame_inputs import FrameInputs
 from ferroshap.query.frames import FrameSchema, is_frame
+from ferroshap.query.inputs import DesignMasks, DeviceInputs, HostInputs, Masks, whole
 from ferroshap.query.loop import DEFAULT_OPTIONS, QueryOptions, query, units_per_call
 
-__all__ = ["LINKS", "DesignMasks", "RawGame", "TabularGame", "apply_link"]
-
-_COMPILED_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
-
+__all__ = ["LINKS", "RawGame", "TabularGame", "apply_link"]
 
 LINKS = ("identity", "logit")
 """Link functions applied to the background-averaged model output: ``v(S) = link(mean_b f)``."""
@@ -45,147 +44,6 @@ def apply_link(values: np.ndarray, link: str) -> np.ndarray:
             f"values in [{values.min():.3g}, {values.max():.3g}]"
         )
     return np.log(values / (1.0 - values))
-
-
-class DesignMasks:
-    """The coalitions of a planned design, expanded from its bits a chunk at a time.
-
-    :meth:`TabularGame.evaluate` and :meth:`RawGame.evaluate` take it in place of a
-    ``bool[m, n]`` array, so a large design is never held as one ``m x n`` array of masks (the
-    design keeps ``n / 8`` bytes per coalition). ``player_of_feature`` (feature groups) says
-    which player each feature belongs to. NumPy float data never read the masks in Python: the
-    compiled core fills the model inputs from the design itself, one call per chunk.
-
-    Examples
-    --------
-    >>> design = _core.plan("leverage", 5, 12, seed=0)
-    >>> masks = DesignMasks(design)
-    >>> len(masks), bool((masks.rows(2, 5) == design.masks()[2:5]).all())
-    (12, True)
-    """
-
-    def __init__(self, design: Any, player_of_feature: np.ndarray | None = None):
-        self.design = design
-        self.player_of_feature = player_of_feature
-
-    def __len__(self) -> int:
-        return int(self.design.n_coalitions)
-
-    def rows(self, start: int, stop: int) -> np.ndarray:
-        """The feature masks of coalitions ``start .. stop``."""
-        masks = self.design.masks(start, stop)
-        if self.player_of_feature is None:
-            return masks
-        return np.ascontiguousarray(masks[:, self.player_of_feature])
-
-
-Masks = np.ndarray | DesignMasks
-"""What the games evaluate: coalitions ``bool[m, n]``, or a design read in chunks."""
-
-
-def _whole(masks: Masks) -> np.ndarray:
-    """``masks`` as one ``bool[m, n]`` array."""
-    return masks.rows(0, len(masks)) if isinstance(masks, DesignMasks) else masks
-
-
-class _HostInputs:
-    """Masked inputs of NumPy data, built into one reused host buffer.
-
-    float32 / float64 data are filled by the compiled core (parallel, one pass over memory);
-    other dtypes by two NumPy copies.
-    """
-
-    def __init__(self, background: np.ndarray, x_rows: np.ndarray) -> None:
-        self.dtype = np.result_type(background.dtype, x_rows.dtype)
-        self.background = np.ascontiguousarray(background, dtype=self.dtype)
-        self.x_rows = np.ascontiguousarray(x_rows, dtype=self.dtype)
-        self.itemsize = self.dtype.itemsize
-        self._buffer = np.empty(0, self.dtype)
-        self._masks = np.empty((0, background.shape[1]), bool)
-
-    def prepare(self, masks: Masks, rows: np.ndarray | None) -> None:
-        designed = isinstance(masks, DesignMasks)
-        # the core reads a planned design in place; anything else that plays one is read
-        # through its ``masks`` a chunk at a time
-        in_place = designed and isinstance(masks.design, _core.Design)
-        compiled = self.dtype in _COMPILED_DTYPES and in_place
-        self._design = masks if compiled else None
-        self._source = masks if designed and not compiled and rows is None else None
-        if not designed or (not compiled and rows is not None):
-            self._masks = np.ascontiguousarray(_whole(masks), dtype=bool)
-        self._rows = rows
-
-    def batch(self, start: int, stop: int) -> np.ndarray:
-        n_background, n = self.background.shape
-        mask_index, row_index = _pair_indices(np, start, stop, len(self.x_rows), self._rows)
-        if self._source is not None:  # pairs are mask-major: one contiguous run of masks
-            first = int(mask_index[0])
-            self._masks = np.ascontiguousarray(
-                self._source.rows(first, int(mask_index[-1]) + 1), dtype=bool
-            )
-            mask_index = mask_index - first
-        size = (stop - start) * n_background * n
-        if self._buffer.size < size:
-            self._buffer = np.empty(size, self.dtype)
-        batch = self._buffer[:size].reshape(stop - start, n_background, n)
-        if self.dtype in _COMPILED_DTYPES:
-            design = self._design
-            _core.fill_masked_inputs(
-                batch.reshape(-1, n),
-                self._masks if design is None else design.design,
-                mask_index.astype(np.int64, copy=False),
-                self.x_rows,
-                row_index.astype(np.int64, copy=False),
-                self.background,
-                None if design is None else design.player_of_feature,
-            )
-        else:
-            np.copyto(batch, self.background[None])
-            where = self._masks[mask_index, None, :]
-            np.copyto(batch, self.x_rows[row_index, None, :], where=where)
-        return batch.reshape(-1, n)
-
-
-class _DeviceInputs:
-    """Masked inputs built with the data's own array library, on its device.
-
-    The masks travel to the device once per design (:meth:`prepare`); each chunk is built there
-    with ``where`` from device-side indices, so no input crosses between host and device per
-    coalition.
-    """
-
-    def __init__(self, backend: ArrayBackend, background: Any, x_rows: Any) -> None:
-        self.backend, self.background, self.x_rows = backend, background, x_rows
-        xp, dtype = backend.xp, background.dtype
-        info = xp.finfo(dtype) if xp.isdtype(dtype, "real floating") else None
-        self.itemsize = info.bits // 8 if info is not None else 8
-
-    def prepare(self, masks: np.ndarray, rows: np.ndarray | None) -> None:
-        self._masks = self.backend.asarray(np.ascontiguousarray(masks, dtype=bool))
-        self._rows = None if rows is None else self.backend.asarray(rows.astype(np.int64))
-
-    def batch(self, start: int, stop: int) -> Any:
-        xp = self.backend.xp
-        n = self.background.shape[1]
-        mask_index, row_index = _pair_indices(
-            xp, start, stop, self.x_rows.shape[0], self._rows, device=self.backend.device
-        )
-        inside = xp.take(self._masks, mask_index, axis=0)[:, None, :]
-        rows = xp.take(self.x_rows, row_index, axis=0)[:, None, :]
-        batch = xp.where(inside, rows, self.background[None, :, :])
-        return xp.reshape(batch, (-1, n))
-
-
-def _pair_indices(
-    xp: Any, start: int, stop: int, n_rows: int, rows: Any, device: Any = None
-) -> tuple[Any, Any]:
-    """(mask, explained row) of the pairs ``start .. stop``: mask-major over every row, or
-    pair ``j`` = (mask ``j``, row ``rows[j]``) for per-row designs."""
-    kwargs = {} if device is None else {"device": device}
-    pairs = xp.arange(start, stop, dtype=xp.int64, **kwargs)
-    if rows is None:
-        return pairs // n_rows, pairs % n_rows
-    return pairs, xp.take(rows, pairs, axis=0) if xp is not np else rows[pairs]
 
 
 class TabularGame:
@@ -252,13 +110,13 @@ class TabularGame:
     ) -> None:
         self._model = model
         self._backend = ArrayBackend.of(background)
-        self._inputs: _HostInputs | _DeviceInputs | FrameInputs
+        self._inputs: HostInputs | DeviceInputs | FrameInputs
         if is_frame(background):
             self._inputs = FrameInputs(FrameSchema.of(background), background, x_rows)
         elif self._backend.is_numpy:
-            self._inputs = _HostInputs(background, x_rows)
+            self._inputs = HostInputs(background, x_rows)
         else:
-            self._inputs = _DeviceInputs(self._backend, background, x_rows)
+            self._inputs = DeviceInputs(self._backend, background, x_rows)
         self._n_background = int(background.shape[0])
         self._n_rows = int(x_rows.shape[0])
         self._options = options
@@ -293,18 +151,22 @@ class TabularGame:
         """
         n_pairs = len(masks) * self.n_rows if rows is None else len(masks)
         per_call = self.pairs_per_call()
-        if isinstance(self._inputs, _HostInputs):  # the only inputs that read masks in chunks
+        if isinstance(self._inputs, HostInputs):  # the only inputs that read masks in chunks
             self._inputs.prepare(masks, rows)
         else:
-            self._inputs.prepare(_whole(masks), rows)
-        out = query(
-            n_pairs,
-            per_call,
-            self._chunk_values,
-            progress=self._options.progress,
-            desc="coalitions x rows",
-            unit_rows=self._n_background,
+            self._inputs.prepare(whole(masks), rows)
+        filling_ahead = (
+            self._inputs.ahead() if isinstance(self._inputs, HostInputs) else nullcontext()
         )
+        with filling_ahead:
+            out = query(
+                n_pairs,
+                per_call,
+                self._chunk_values,
+                progress=self._options.progress,
+                desc="coalitions x rows",
+                unit_rows=self._n_background,
+            )
         return apply_link(out, self._link).reshape(len(masks), -1)
 
     def pairs_per_call(self) -> int:
@@ -321,19 +183,20 @@ class TabularGame:
     def query_bytes(self, n_pairs: int) -> dict[str, int]:
         """Host memory of the largest model call :meth:`evaluate` makes on ``n_pairs``
         (coalition, row) pairs, in bytes by buffer (see :mod:`ferroshap.memory`): the chunk's
-        masks (as read from a design, and their feature masks), the pair indices, the masked
-        inputs with as much again for what the model allocates on them (none on an
-        accelerator: they live in its memory) and the model's outputs with their float64 copy
-        and finiteness check. The whole masks and the values of every pair are the caller's."""
+        masks (as read from a design, and their feature masks), the pair indices (twice: one
+        chunk is filled ahead), the masked inputs in two buffers with as much again for what
+        the model allocates on them (none on an accelerator: they live in its memory) and the
+        model's outputs with their float64 copy and finiteness check. The whole masks and the
+        values of every pair are the caller's."""
         pairs = min(n_pairs, self.pairs_per_call())
         model_rows = pairs * self._n_background
         k = int(np.prod(self.output_shape, dtype=np.int64))
         on_host = self._backend.on_host
         return {
             "masks chunk": 2 * (pairs // self.n_rows + 2) * self.n_players,
-            "pair indices": 4 * pairs * memory.FLOAT,
+            "pair indices": 8 * pairs * memory.FLOAT,
             "model input chunk": (
-                memory.MODEL_FACTOR * model_rows * self.n_players * self._inputs.itemsize
+                (1 + memory.MODEL_FACTOR) * model_rows * self.n_players * self._inputs.itemsize
                 if on_host
                 else 0
             ),
@@ -385,6 +248,8 @@ def _background_mean(outputs: np.ndarray) -> np.ndarray:
     array([[2., 3.],
            [8., 9.]])
     """
+    if outputs.shape[1] == 1:  # one background row: nothing to average
+        return outputs[:, 0, :]
     return np.einsum("ibk->ik", outputs) / outputs.shape[1]
 
 

@@ -23,7 +23,8 @@ from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
-from ferroshap.query.games import DesignMasks, RawGame, apply_link
+from ferroshap.query.games import RawGame, apply_link
+from ferroshap.query.inputs import DesignMasks
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.threads import check_n_jobs, limited
 from ferroshap.sampling.auto import AUTO, Recipe, resolve

@@ -166,11 +166,33 @@ pub fn fill_masked_inputs<T: Copy + Send + Sync>(
 /// Output values per rayon task, at least (a few pages: more than scheduling costs).
 const PAIRS_PER_TASK: usize = 4096;
 
-/// `d[j] = if bit j of word { x[j] } else { b[j] }` for up to 64 features.
+/// `d[j] = if bit j of word { x[j] } else { b[j] }` for up to 64 features: a block copy of
+/// the more common source, then the other one's features one set bit at a time (at most half
+/// of them), which is several times faster than choosing feature by feature.
 #[inline]
 fn select<T: Copy>(d: &mut [T], x: &[T], b: &[T], word: u64) {
-    for (j, ((d, &xi), &bi)) in d.iter_mut().zip(x).zip(b).enumerate() {
-        *d = if (word >> j) & 1 == 1 { xi } else { bi };
+    let width = d.len();
+    let word = word & low_bits(width);
+    let (common, rare, mut bits) = if 2 * word.count_ones() as usize > width {
+        (x, b, !word & low_bits(width))
+    } else {
+        (b, x, word)
+    };
+    d.copy_from_slice(common);
+    while bits != 0 {
+        let j = bits.trailing_zeros() as usize;
+        d[j] = rare[j];
+        bits &= bits - 1;
+    }
+}
+
+/// The lowest `width` bits set (`width` ≤ 64).
+#[inline]
+fn low_bits(width: usize) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1 << width) - 1
     }
 }
 
@@ -323,6 +345,23 @@ mod tests {
             fill(packed).unwrap(),
             fill(Coalitions::Indicators(&indicators)).unwrap()
         );
+    }
+
+    #[test]
+    fn select_takes_each_feature_from_its_bit_whichever_source_is_copied_whole() {
+        for width in [1, 5, 63, 64] {
+            let x: Vec<f64> = (0..width).map(|j| j as f64).collect();
+            let b: Vec<f64> = (0..width).map(|j| -(j as f64) - 1.0).collect();
+            // sparse, dense, empty, full, and bits past the width that must be ignored
+            for word in [0b1001_u64, !0b1001, 0, u64::MAX, 1 << 63 | 0b10] {
+                let mut d = vec![0.0; width];
+                select(&mut d, &x, &b, word);
+                for j in 0..width {
+                    let expected = if (word >> j) & 1 == 1 { x[j] } else { b[j] };
+                    assert_eq!(d[j], expected, "width {width}, word {word:#x}, feature {j}");
+                }
+            }
+        }
     }
 
     #[test]
