@@ -8,6 +8,7 @@ from numpy.typing import NDArray
 __all__ = [
     "CROSSOVER_PLAYERS",
     "EMPTY_ROW",
+    "FIRST_SAMPLED_ROW",
     "FULL_ROW",
     "INDICES",
     "INTERACTION_INDICES",
@@ -67,6 +68,10 @@ EMPTY_ROW: int
 FULL_ROW: int
 """Row of the grand coalition in every sampled :class:`Design` and in :func:`plan_masks` (1);
 full enumeration has it last. The rows past it are the sampled coalitions."""
+
+FIRST_SAMPLED_ROW: int
+"""First sampled coalition's row in every sampled :class:`Design` and in :func:`plan_masks` (2):
+the rows before it are ∅ and N."""
 
 @final
 class Design:

@@ -10,7 +10,7 @@ every group each stay a player of their own, after the groups.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,10 @@ class Groups:
     def expand(self, masks: np.ndarray) -> np.ndarray:
         """Feature masks ``bool[m, n_features]`` of player coalitions ``bool[m, n_players]``."""
         return np.ascontiguousarray(np.asarray(masks, dtype=bool)[:, self.player_of_feature])
+
+    def game(self, game: Callable[[np.ndarray], Any]) -> Callable[[np.ndarray], Any]:
+        """The game on these players: each coalition expanded to its groups' features."""
+        return lambda masks: game(self.expand(masks))
 
     def columns(self, feature_names: Sequence[str]) -> dict[str, list[str]]:
         """Each player's name and the names of its features."""

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
+from ferroshap._core import FIRST_SAMPLED_ROW
 from ferroshap.errors import InvalidArgumentError, InvalidTypeError
-from ferroshap.groups import Groups, GroupsArgument, read_groups
+from ferroshap.groups import GroupsArgument, read_groups
 from ferroshap.interactions.exact import all_masks
 from ferroshap.interactions.proxy import (
     DEFAULT_PROXY_PARAMS,
@@ -36,6 +37,7 @@ from ferroshap.interactions.surrogate import (
     SELECTION_BASES,
     blend_name,
     blend_weight,
+    fitted_extremes,
     refit_blend,
 )
 from ferroshap.maskers.tabular import Baseline, Masker, check_masker, player_names
@@ -71,25 +73,6 @@ REFIT_PROXY_CELLS = PARALLEL_CELLS
 REFIT_PROXY_R2 = 0.98
 """Validation R² of the first proxy from which it is not fitted a second time, by default (the
 ranking of the terms is settled there); docs/proxyspex.md, step 6."""
-
-EXTREMES = _core.FULL_ROW + 1
-"""The plan's first rows: ∅ (:data:`ferroshap._core.EMPTY_ROW`) and N
-(:data:`ferroshap._core.FULL_ROW`)."""
-
-EXTREME_SD = 5.0
-"""∅ or N is queried but left out of the proxy and the refits when its value lies more than this
-many standard deviations from the mean of the other planned values; docs/proxyspex.md, step 1
-(``diagnostics["extremes_fitted"]`` and ``diagnostics["efficiency_gap"]`` report it). The final
-refit is held to both values unless ``efficient=False``."""
-
-
-def _fitted_extremes(values: np.ndarray) -> np.ndarray:
-    """``bool[EXTREMES]``: whether the proxy and the refits see each extreme row (∅, N) of the
-    planned ``values``: not when it is more than :data:`EXTREME_SD` standard deviations off the
-    mean of the others."""
-    bulk = values[EXTREMES:]
-    return np.abs(values[:EXTREMES] - bulk.mean()) <= EXTREME_SD * bulk.std()
-
 
 SPARSE_RESIDUAL = 0.9
 """By default the proxy-scaled ridge replaces the sparse fit where the proxy is short of data,
@@ -314,7 +297,7 @@ class ProxySPEX:
         estimate = memory.proxyspex_estimate(n, self.budget)
         memory.check("ProxySPEX", estimate, self.max_memory, n=n, budget=self.budget)
         names = self.feature_names or (
-            None if self.masker is None else player_names(self.masker, x)
+            None if self.masker is None else player_names(self.masker, x, n)
         )
         if names is not None and len(names) != n:
             raise InvalidArgumentError(
@@ -322,7 +305,7 @@ class ProxySPEX:
             )
         if self.groups is not None:
             grouped = read_groups(self.groups, names, n)
-            game, n, names = _grouped_game(game, grouped), grouped.n_players, grouped.names
+            game, n, names = grouped.game(game), grouped.n_players, grouped.names
         raw = RawGame(game, n, options=self.options)
         if memory.covers_all(n, self.budget) and n <= _core.MAX_TABLE_PLAYERS:
             warnings.warn(
@@ -401,9 +384,9 @@ class ProxySPEX:
         values = self._single_values(raw.evaluate(masks))
         times["seconds_game"] = time.perf_counter() - start
 
-        extremes, planned = (masks[:EXTREMES], values[:EXTREMES]), len(masks)
-        kept = _fitted_extremes(values)
-        fitted = np.concatenate([np.flatnonzero(kept), np.arange(EXTREMES, planned)])
+        extremes, planned = (masks[:FIRST_SAMPLED_ROW], values[:FIRST_SAMPLED_ROW]), len(masks)
+        kept = fitted_extremes(values)
+        fitted = np.concatenate([np.flatnonzero(kept), np.arange(FIRST_SAMPLED_ROW, planned)])
         masks, values = masks[fitted], values[fitted]
         split = len(masks) - self.n_validation
         train = (masks[:split], values[:split])
@@ -514,12 +497,3 @@ class ProxySPEX:
             feature_names=names,
             corners=corners,
         )
-
-
-def _grouped_game(game: Any, groups: Groups) -> Any:
-    """The game on ``groups``' players: each coalition expanded to its groups' features."""
-
-    def grouped(masks: np.ndarray) -> Any:
-        return game(groups.expand(masks))
-
-    return grouped

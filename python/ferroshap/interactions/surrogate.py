@@ -1,5 +1,5 @@
-"""The final ProxySPEX surrogate: the selected terms of each basis refitted on every mask, and
-their blend."""
+"""The final ProxySPEX surrogate: which of ∅ and N it is fitted on, the selected terms of each
+basis refitted on every mask, and their blend."""
 
 from __future__ import annotations
 
@@ -8,17 +8,35 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core
+from ferroshap._core import FIRST_SAMPLED_ROW
 from ferroshap.query.threads import in_threads
 from ferroshap.scores import r_squared
 
 __all__ = [
     "BLEND_WEIGHTS",
+    "EXTREME_SD",
     "SELECTION_BASES",
     "blend",
     "blend_name",
     "blend_weight",
+    "fitted_extremes",
     "refit_blend",
 ]
+
+EXTREME_SD = 5.0
+"""∅ or N is queried but left out of the proxy and the refits when its value lies more than this
+many standard deviations from the mean of the other planned values; docs/proxyspex.md, step 1
+(``diagnostics["extremes_fitted"]`` and ``diagnostics["efficiency_gap"]`` report it). The final
+refit is held to both values unless ``efficient=False``."""
+
+
+def fitted_extremes(values: np.ndarray) -> np.ndarray:
+    """``bool[2]``: whether the proxy and the refits see each extreme row (∅, N) of the
+    planned ``values``: not when it is more than :data:`EXTREME_SD` standard deviations off the
+    mean of the others."""
+    bulk = values[FIRST_SAMPLED_ROW:]
+    return np.abs(values[:FIRST_SAMPLED_ROW] - bulk.mean()) <= EXTREME_SD * bulk.std()
+
 
 SELECTION_BASES = ("Moebius", "Fourier")
 """Bases of the two support selections, blended by :data:`BLEND_WEIGHTS`."""

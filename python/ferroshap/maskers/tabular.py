@@ -37,12 +37,16 @@ class Masker(Protocol):
         ...
 
 
-def player_names(masker: Any, x: Any) -> list[str] | None:
-    """The names ``masker`` gives the players of input ``x``: its :meth:`Masker.player_names`,
-    else its ``feature_names`` attribute, else ``None`` (for maskers written before the
-    method existed)."""
+def player_names(masker: Any, x: Any, n: int) -> list[str] | None:
+    """The names ``masker`` gives the ``n`` players of input ``x``: its
+    :meth:`Masker.player_names`, else its ``feature_names`` attribute, else ``None`` (for maskers
+    written before the method existed); an error naming ``masker`` unless there are ``n``."""
     names = masker.player_names(x) if callable(getattr(masker, "player_names", None)) else None
     names = names if names is not None else getattr(masker, "feature_names", None)
+    if names is not None and len(names) != n:
+        raise InvalidArgumentError(
+            f"masker: {len(names)} player names for {n} players", argument="masker"
+        )
     return None if names is None else [str(name) for name in names]
 
 

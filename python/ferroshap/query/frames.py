@@ -350,6 +350,15 @@ def read_rows_like(data: Any, reference: Table, name: str, reference_name: str) 
     return table
 
 
+def from_polars(frame: Any, schema: FrameSchema | None) -> Any:
+    """Rows of the polars ``frame`` in the form of a background whose schema is ``schema``: a
+    NumPy array for array data and frames of one numeric dtype, a pandas frame for a pandas
+    background, else ``frame`` itself."""
+    if schema is None or schema.is_numeric:
+        return frame.to_numpy()
+    return frame.to_pandas() if schema.library == "pandas" else frame
+
+
 def frame_model(function: Callable[[Any], Any], schema: FrameSchema | None) -> Callable[[Any], Any]:
     """``function`` fed frames of ``schema`` built around the compiled path's NumPy batches when
     the schema is numeric; ``function`` itself otherwise."""

@@ -23,7 +23,7 @@ from ferroshap import _core, memory
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
-from ferroshap.query.games import RawGame, apply_link
+from ferroshap.query.games import RawGame, TabularGame, apply_link
 from ferroshap.query.inputs import DesignMasks
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.threads import check_n_jobs, limited
@@ -155,6 +155,34 @@ def game_values(
     values = raw.evaluate(design_masks(design, groups))
     (phi,), (errors,), (choice,) = estimate_values([design], [values], recipe.proxy, cross_fit)
     return phi, errors, design, Ran.of(recipe, design, choice), values
+
+
+def check_tabular_memory(
+    recipe: Recipe,
+    budget: int,
+    game: TabularGame,
+    designs: int,
+    whole_masks: bool,
+    max_memory: int | None,
+) -> None:
+    """Refuse an :class:`~ferroshap.Explainer` call on every row of ``game`` by ``recipe`` whose
+    estimated peak memory passes ``max_memory``, before anything large is allocated; ``designs``
+    planned (one per row or one for all), their masks held whole (``whole_masks``) or read in
+    chunks."""
+    n, rows = game.n_players, game.n_rows
+    m = memory.planned_coalitions(recipe.planned, n, budget)
+    estimate = memory.sampling_estimate(
+        recipe.planned,
+        n,
+        budget,
+        rows=rows,
+        outputs=int(np.prod(game.output_shape, dtype=np.int64)),
+        query=game.query_bytes(m * rows),
+        designs=designs,
+        proxy=recipe.proxy is not None,
+        whole_masks=whole_masks,
+    )
+    memory.check("Explainer", estimate, max_memory, n=n, budget=budget, rows=rows)
 
 
 @dataclass(frozen=True)

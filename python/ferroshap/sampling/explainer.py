@@ -17,7 +17,7 @@ from ferroshap.groups import GroupsArgument, read_groups
 from ferroshap.maskers.tabular import Masker, check_masker, player_names
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend
 from ferroshap.query.chunks import fingerprint
-from ferroshap.query.frames import Table, frame_model, read_rows_like, read_table
+from ferroshap.query.frames import Table, frame_model, from_polars, read_rows_like, read_table
 from ferroshap.query.games import LINKS, RawGame, TabularGame
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.models import resolve_model
@@ -29,6 +29,7 @@ from ferroshap.sampling.engine import (
     Ran,
     check_budget,
     check_method,
+    check_tabular_memory,
     design_masks,
     diagnostics,
     estimate_values,
@@ -141,8 +142,9 @@ class Explainer:
         ``budget`` and the estimate is raised before anything large is allocated.
     n_jobs
         Threads for the parallel steps (proxy fits of many rows and outputs, LightGBM, the
-        compiled core's parallel parts): ``None`` or ``-1`` (default: every CPU this process
-        may use), or at most this many. Results do not depend on it.
+        compiled core's parallel parts, filling the next chunk's model inputs while the model
+        runs): ``None`` or ``-1`` (default: every CPU this process may use), or at most this
+        many. Results do not depend on it.
 
     Notes
     -----
@@ -294,12 +296,7 @@ class Explainer:
         schema = self._table.schema
 
         def values(frame: Any) -> tuple[np.ndarray, np.ndarray]:
-            chunk = frame.select(columns)  # rows like the background: NumPy, pandas or polars
-            if schema is None or schema.is_numeric:
-                chunk = chunk.to_numpy()
-            elif schema.library == "pandas":
-                chunk = chunk.to_pandas()
-            explanation = self(chunk)
+            explanation = self(from_polars(frame.select(columns), schema))
             if explanation.values.ndim != 2:
                 raise InvalidArgumentError(
                     "model: datasets need a model with one output (use output_index=...)",
@@ -373,26 +370,10 @@ class Explainer:
         k = int(np.prod(game.output_shape, dtype=np.int64))
         data = np.array(table.numpy())
         varying = self._null_players.varying(data, self.groups)
-        m = memory.planned_coalitions(self._recipe.planned, n, self.budget)
-        memory.check(
-            "Explainer",
-            memory.sampling_estimate(
-                self._recipe.planned,
-                n,
-                self.budget,
-                rows=rows,
-                outputs=k,
-                query=game.query_bytes(m * rows),
-                designs=rows if self.per_row_design else 1,
-                proxy=self._recipe.proxy is not None,
-                # one pattern's design at a time; read in chunks only when it is the whole game's
-                whole_masks=self.per_row_design or not varying.all(),
-            ),
-            self.max_memory,
-            n=n,
-            budget=self.budget,
-            rows=rows,
-        )
+        # one pattern's design at a time; read in chunks only when it is the whole game's
+        whole_masks = self.per_row_design or not varying.all()
+        designs = rows if self.per_row_design else 1
+        check_tabular_memory(self._recipe, self.budget, game, designs, whole_masks, self.max_memory)
         patterns, pattern_of = group_rows(varying)
         seed = draw_seed(self.seed)
         phi = np.zeros((rows, k, n))
@@ -486,11 +467,7 @@ class Explainer:
         """Shapley values of the masker's game at input ``x``: one row."""
         assert self.masker is not None
         function, n = self.masker.game(self._model, x)
-        names = player_names(self.masker, x) or [f"x{i}" for i in range(n)]
-        if len(names) != n:
-            raise InvalidArgumentError(
-                f"masker: {len(names)} player names for {n} players", argument="masker"
-            )
+        names = player_names(self.masker, x, n) or [f"x{i}" for i in range(n)]
         check_method(self.method, n)
         budget = check_budget(self.budget, self.method, n)
         raw = RawGame(linked(function, self.link), n, options=self.options)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap._core import EMPTY_ROW, FULL_ROW
+from ferroshap._core import EMPTY_ROW, FIRST_SAMPLED_ROW, FULL_ROW
 from ferroshap.errors import InvalidArgumentError
 from ferroshap.interactions.proxy import fit_adjustment_proxy, predict_proxy, proxy_spectrum
 from ferroshap.query.threads import in_threads
@@ -78,9 +78,6 @@ __all__ = [
 
 PROXY_METHODS = ("proxy-leverage", "tree-msr")
 """Methods that adjust a LeverageSHAP design with a LightGBM proxy (not planned by the core)."""
-
-SAMPLED = FULL_ROW + 1
-"""A sampled design's first sampled row (∅ and N come before it)."""
 
 ODD_MSR = "odd-msr"
 """Tree MSR of the regression's odd residual (used by ``method="auto"`` at small budgets):
@@ -394,14 +391,14 @@ def _tree_msr(
         empty, full = v[corners] - predict_proxy(booster, masks[corners])
         phi += (full - empty) / (n * k)
         residual[held_out] = v[held_out] - predict_proxy(booster, masks[held_out]) - empty
-    return phi + residual[SAMPLED:] @ weights, residual
+    return phi + residual[FIRST_SAMPLED_ROW:] @ weights, residual
 
 
 def _msr_weights(masks: np.ndarray) -> np.ndarray:
-    """``c_i(S) / pi(S)`` of the sampled coalitions (rows :data:`SAMPLED` on): ``1/(s m_s)`` if
-    ``i in S``, ``-1/((n - s) m_s)`` otherwise, ``m_s`` the number of sampled coalitions of size
-    ``s``."""
-    sampled = masks[SAMPLED:]
+    """``c_i(S) / pi(S)`` of the sampled coalitions (rows
+    :data:`~ferroshap._core.FIRST_SAMPLED_ROW` on): ``1/(s m_s)`` if ``i in S``,
+    ``-1/((n - s) m_s)`` otherwise, ``m_s`` the number of sampled coalitions of size ``s``."""
+    sampled = masks[FIRST_SAMPLED_ROW:]
     n = masks.shape[1]
     sizes = sampled.sum(axis=1)
     counts = np.bincount(sizes, minlength=n + 1)[sizes].astype(np.float64)
@@ -415,10 +412,10 @@ def _folds(complement: np.ndarray, k: int, seed: int, stream: int) -> np.ndarray
     and grand coalitions get fold ``-1`` (used by every fit, never held out)."""
     rows = np.arange(len(complement))
     pair = np.where(complement >= 0, np.minimum(rows, complement), rows)
-    ids, pair_index = np.unique(pair[SAMPLED:], return_inverse=True)
+    ids, pair_index = np.unique(pair[FIRST_SAMPLED_ROW:], return_inverse=True)
     order = np.random.default_rng([seed, stream]).permutation(len(ids))
     folds = np.full(len(complement), -1)
-    folds[SAMPLED:] = (order % k)[pair_index]
+    folds[FIRST_SAMPLED_ROW:] = (order % k)[pair_index]
     return folds
 
 

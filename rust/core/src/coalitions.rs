@@ -13,6 +13,10 @@ pub const EMPTY_ROW: usize = 0;
 /// enumeration, in binary order, has it last). The rows past it are the sampled coalitions.
 pub const FULL_ROW: usize = 1;
 
+/// First row past ∅ and N in every sampled design and in ProxySPEX's masks: the sampled
+/// coalitions start here.
+pub const FIRST_SAMPLED_ROW: usize = FULL_ROW + 1;
+
 /// Number of `u64` words that hold one coalition of `n_players`.
 pub fn words_for(n_players: usize) -> usize {
     n_players.div_ceil(64).max(1)

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use ferroshap_core::cancel::Cancel;
-use ferroshap_core::coalitions::{EMPTY_ROW, FULL_ROW};
+use ferroshap_core::coalitions::{EMPTY_ROW, FIRST_SAMPLED_ROW, FULL_ROW};
 use ferroshap_core::sampling::regression::{Solver, CROSSOVER_PLAYERS};
 use ferroshap_core::sampling::uncertainty::horvitz_thompson_errors;
 use ferroshap_core::sampling::MAX_EXACT_PLAYERS;
@@ -256,6 +256,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CROSSOVER_PLAYERS", CROSSOVER_PLAYERS)?;
     m.add("EMPTY_ROW", EMPTY_ROW)?;
     m.add("FULL_ROW", FULL_ROW)?;
+    m.add("FIRST_SAMPLED_ROW", FIRST_SAMPLED_ROW)?;
     m.add_class::<PyDesign>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)
 }
