@@ -45,21 +45,19 @@ histograms of whole features), so the proxy stays bit-for-bit reproducible acros
 """
 
 ADJUSTMENT_PARAMS: dict[str, Any] = {
-    "objective": "regression",
-    "learning_rate": 0.2,
+    **DEFAULT_PROXY_PARAMS,
+    "max_depth": -1,
     "num_leaves": 15,
-    "min_data_in_leaf": 10,
+    "learning_rate": 0.2,
     "num_threads": 1,
-    "deterministic": True,
-    "force_col_wise": True,
     "seed": 0,
-    "verbosity": -1,
 }
 """LightGBM parameters of the proxy-adjusted Shapley estimators (``method="proxy-leverage"``,
 ``"tree-msr"`` and the ``auto`` recipes built on them), chosen on tuning seeds
-(docs/proxy-adjusted.md, "How the proxy's settings were chosen"). They differ from
-:data:`DEFAULT_PROXY_PARAMS` because the proxy does another job there: it fits the residual of
-a regression on every sampled coalition, with no held-out set to stop on, so it runs a fixed
+(docs/proxy-adjusted.md, "How the proxy's settings were chosen"): :data:`DEFAULT_PROXY_PARAMS`
+with deeper trees (no depth limit, 15 leaves), a fixed learning rate, one thread and a fixed
+seed, because the proxy does another job there: it fits the residual of a regression on every
+sampled coalition, with no held-out set to stop on, so it runs a fixed
 :data:`ADJUSTMENT_ROUNDS`. ``num_threads=1`` (the fits of several rows and outputs run side by
 side instead) and ``deterministic=True`` make it bit-for-bit reproducible."""
 
