@@ -95,7 +95,14 @@ def test_zero_for_a_constant_game(method: str) -> None:
 
 @pytest.mark.parametrize(
     ("method", "budget"),
-    [("kernel", 40), ("leverage", 40), ("auto", 40), ("auto", 120), ("proxy-leverage", 120)],
+    [
+        ("kernel", 40),
+        ("leverage", 40),
+        ("auto", 40),
+        ("auto", 120),
+        ("proxy-leverage", 120),
+        ("tree-msr", 120),
+    ],
 )
 def test_coverage_over_seeds(method: str, budget: int) -> None:
     terms, coefs, truth = unanimity_game(N, 11)

@@ -188,8 +188,10 @@ def adjust_with_errors(
     estimate ``E`` of the residual game's. The proxy ``f`` is taken as given, so its exact part
     carries no sampling error. For ``"tree-msr"`` the standard error is the stratified
     Horvitz-Thompson variance (``Design.horvitz_thompson_errors``) of its maximum-sample-reuse
-    estimate of the residual game: valid with ``cross_fit`` (each residual from a proxy that
-    did not see it), optimistic without. The other proxies are fitted on the very samples they
+    estimate of the residual game: with ``cross_fit``, of its own residuals (each from a proxy
+    that did not see it); without, of the residuals of a cross-fit on :data:`HOLDOUT_FOLDS`
+    folds, computed when the errors are read (:func:`cross_fitted_errors`: the in-sample
+    residuals are too small). The other proxies are fitted on the very samples they
     correct (their in-sample residuals are too small to measure the error by): for
     :data:`CANDIDATES` and :data:`ODD_CHOICE` the standard errors are the plain regression's
     (``Design.standard_errors`` of ``values``) scaled by the root of the surrogate's held-out
@@ -258,12 +260,8 @@ def adjust_with_errors(
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
     if method == "tree-msr":
         errors = partial(design.horvitz_thompson_errors, np.ascontiguousarray(residuals))
-        if cross_fit is None:  # in-sample residuals, too small: widened by held-out evidence
-            ratios = [
-                partial(held_out_ratio, masks, values[:, j], residuals[:, j], split)
-                for j in scored_columns(np.arange(values.shape[1]))
-            ]
-            errors = partial(widened_errors, errors, ratios)
+        if cross_fit is None:  # in-sample residuals, too small: those of a cross-fit instead
+            errors = partial(cross_fitted_errors, design, masks, values, fold, weights)
     elif choice is not None:
         # The winner's surrogate left this share of the odd part's mean square unexplained on
         # pairs it did not see: the plain regression's standard errors, scaled by its root,
@@ -288,24 +286,22 @@ def scaled_errors(design: _core.Design, values: np.ndarray, held_out_error: floa
     return min(1.0, held_out_error**0.5) * design.standard_errors(values)
 
 
-def held_out_ratio(masks: np.ndarray, v: np.ndarray, residual: np.ndarray, split: HoldOut) -> float:
-    """How much larger Tree MSR's residuals (``residual``, of a proxy fitted to ``v`` on every
-    coalition, relative to the empty one) are on the held-out coalitions of ``split`` when the
-    proxy did not see them: the ratio of their sums of squares (1 where the seen ones are 0)."""
-    booster = fit_adjustment_proxy(masks[split.train], v[split.train])
-    held_out = split.held_out
-    shift = v[EMPTY_ROW] - predict_proxy(booster, masks[[EMPTY_ROW]])[0]
-    unseen = v[held_out] - predict_proxy(booster, masks[held_out]) - shift
-    seen = float(residual[held_out] @ residual[held_out])
-    return float(unseen @ unseen) / seen if seen > 0 else 1.0
-
-
-def widened_errors(
-    errors: Callable[[], np.ndarray], ratios: list[Callable[[], float]]
+def cross_fitted_errors(
+    design: _core.Design,
+    masks: np.ndarray,
+    values: np.ndarray,
+    folds: np.ndarray,
+    weights: np.ndarray,
 ) -> np.ndarray:
-    """``errors()`` times the root of the mean of the ``ratios`` (calls of
-    :func:`held_out_ratio`), at least 1."""
-    return max(1.0, float(np.mean(in_threads(ratios)))) ** 0.5 * errors()
+    """Standard errors ``[R, n]`` of Tree MSR on ``values`` from the residuals of its cross-fit
+    on ``folds`` (each pair's residual from the proxy fitted without it): the Horvitz-Thompson
+    variance of the estimate whose residuals are honest, standing in for the one fitted on
+    every sample."""
+    fits = in_threads(
+        [partial(_tree_msr, masks, values[:, j], folds, weights) for j in range(values.shape[1])]
+    )
+    residuals = np.stack([residual for _, residual in fits], axis=1)
+    return design.horvitz_thompson_errors(np.ascontiguousarray(residuals))
 
 
 def held_out_scaled_errors(
