@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -129,7 +130,7 @@ class HostInputs:
         self._slot = 1 - self._slot
         following = (stop, min(self._n_pairs, 2 * stop - start))
         if self._pool is not None and self._design is not None and following[0] < following[1]:
-            fill = within_limit(lambda: self._fill(self._slot, *following))
+            fill = within_limit(partial(self._fill, self._slot, *following))
             self._next = (following, self._pool.submit(fill))
         return batch
 
