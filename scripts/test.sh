@@ -5,15 +5,35 @@
 # included. Arguments go to pytest: `bash scripts/test.sh -m "not slow"` skips the slow ones.
 #
 # Rust builds: the release extension (bootstrap), clippy's check build and the test build (dev
-# profile, dependencies optimized). Each prints its time.
+# profile, dependencies optimized). Each prints its time, and a line every 30 s while it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
+# Each step prints its name, a line every 30 s while it runs (a quiet clippy or release build
+# takes minutes), and its time; a failing step stops the script with its exit status.
 step() {
-    local t=$SECONDS
-    echo "test.sh: $1" >&2
+    local what=$1 t=$SECONDS rc=0
+    echo "test.sh: $what" >&2
     shift
-    "$@"
+    (
+        started=$(date +%s)
+        nap=
+        trap '[ -n "$nap" ] && kill "$nap" 2>/dev/null; exit 0' TERM
+        while :; do
+            sleep 30 &
+            nap=$!
+            wait "$nap"
+            echo "test.sh:   $what: running for $(($(date +%s) - started)) s" >&2
+        done
+    ) &
+    local beat=$!
+    "$@" || rc=$?
+    kill "$beat" 2>/dev/null || true
+    wait "$beat" 2>/dev/null || true
+    if [ "$rc" -ne 0 ]; then
+        echo "test.sh:   $what failed (exit $rc) after $((SECONDS - t)) s" >&2
+        exit "$rc"
+    fi
     echo "test.sh:   done in $((SECONDS - t)) s" >&2
 }
 
