@@ -184,8 +184,9 @@ class TabularGame:
         """Host memory of the largest model call :meth:`evaluate` makes on ``n_pairs``
         (coalition, row) pairs, in bytes by buffer (see :mod:`ferroshap.memory`): the chunk's
         masks (as read from a design, and their feature masks), the pair indices (twice: one
-        chunk is filled ahead), the masked inputs in two buffers with as much again for what
-        the model allocates on them (none on an accelerator: they live in its memory) and the
+        chunk may be filled ahead), the masked inputs in two buffers (one when nothing is
+        filled ahead: this is the bound) with as much again for what the model allocates on
+        them (none on an accelerator: they live in its memory) and the
         model's outputs with their float64 copy and finiteness check. The whole masks and the
         values of every pair are the caller's."""
         pairs = min(n_pairs, self.pairs_per_call())

@@ -67,11 +67,11 @@ def whole(masks: Masks) -> np.ndarray:
 
 
 class HostInputs:
-    """Masked inputs of NumPy data, built into two reused host buffers.
+    """Masked inputs of NumPy data, built into a reused host buffer (two within :meth:`ahead`).
 
     float32 / float64 data are filled by the compiled core (parallel, one pass over memory);
     other dtypes by two NumPy copies. Within :meth:`ahead`, the compiled core fills the next
-    chunk into the other buffer on a helper thread while the model runs on this one, so on a
+    chunk into a second buffer on a helper thread while the model runs on this one, so on a
     machine with a spare core the model seldom waits for its inputs.
     """
 
@@ -127,9 +127,11 @@ class HostInputs:
         else:
             self._settle()  # a chunk other than the one filled ahead (halved after an error)
             batch = self._fill(self._slot, start, stop)
+        if self._pool is None or self._design is None:  # nothing filled ahead: one buffer
+            return batch
         self._slot = 1 - self._slot
         following = (stop, min(self._n_pairs, 2 * stop - start))
-        if self._pool is not None and self._design is not None and following[0] < following[1]:
+        if following[0] < following[1]:
             fill = within_limit(partial(self._fill, self._slot, *following))
             self._next = (following, self._pool.submit(fill))
         return batch
