@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap.errors import DeviceMemoryError, InvalidArgumentError, InvalidTypeError
+from ferroshap import DeviceMemoryError, InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import ArrayBackend
 
 xps = pytest.importorskip("array_api_strict", reason="array-api-strict is not installed")

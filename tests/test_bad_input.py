@@ -1,4 +1,4 @@
-"""Every bad input gets a ValueError / TypeError from ferroshap.errors naming the argument."""
+"""Every bad input gets a ValueError / TypeError from ferroshap naming the argument."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap import _core
-from ferroshap.errors import FerroshapError, InvalidArgumentError, InvalidTypeError
+from ferroshap import FerroshapError, InvalidArgumentError, InvalidTypeError, _core
 
 RNG = np.random.default_rng(0)
 BACKGROUND = RNG.normal(size=(10, 4))
@@ -188,6 +187,24 @@ def test_the_argument_name_is_optional_and_survives_pickling() -> None:
     error = pickle.loads(pickle.dumps(InvalidArgumentError("budget: too small", argument="budget")))
     assert type(error) is InvalidArgumentError and error.argument == "budget"
     assert error.args == ("budget: too small",)
+
+
+@pytest.mark.parametrize(
+    ("error", "builtin"),
+    [
+        (InvalidArgumentError, ValueError),
+        (InvalidTypeError, TypeError),
+        (fs.DeviceMemoryError, MemoryError),
+    ],
+)
+def test_the_classes_are_the_compiled_modules_with_two_bases(
+    error: type[FerroshapError], builtin: type[Exception]
+) -> None:
+    # defined in the binding crate: the core raises them without importing Python code
+    assert getattr(_core, error.__name__) is error and error.__module__ == "ferroshap"
+    assert error.__bases__ == (FerroshapError, builtin)
+    raised = error("what went wrong", argument="x")
+    assert raised.argument == "x" and str(raised) == "what went wrong"
 
 
 @pytest.mark.parametrize("method", fs.METHODS)

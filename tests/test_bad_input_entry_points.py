@@ -1,5 +1,5 @@
 """Every public entry point, fed wrong types, shapes, NaN, empty and huge inputs, raises a
-:class:`~ferroshap.errors.FerroshapError` whose ``.argument`` names the argument, within 5 s, or
+:class:`~ferroshap.FerroshapError` whose ``.argument`` names the argument, within 5 s, or
 returns a sane (finite) result.
 
 Each keyword argument of each entry point is replaced, one at a time, by every value of
@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
+from ferroshap import FerroshapError
 from ferroshap.datasets.parquet import explain_parquet
-from ferroshap.errors import FerroshapError
 
 SECONDS = 5.0
 """How long any call may take to answer, error or result."""

@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from ferroshap import InvalidArgumentError
 from ferroshap.bench import available_estimators, run_benchmark, summarize
 from ferroshap.bench.cli import main
 from ferroshap.bench.games import (
@@ -16,7 +17,6 @@ from ferroshap.bench.games import (
 )
 from ferroshap.bench.harness import TIMING_COLUMNS
 from ferroshap.bench.report import format_table
-from ferroshap.errors import InvalidArgumentError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap import InvalidArgumentError, InvalidTypeError
 
 pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")

@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap import _core
-from ferroshap.errors import InvalidArgumentError
+from ferroshap import InvalidArgumentError, _core
 
 # Longest a single load or parse may take before it counts as a hang.
 MAX_CALL_SECONDS = 10.0

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ferroshap import _core
-from ferroshap.errors import InvalidArgumentError
+from ferroshap import InvalidArgumentError, _core
 from ferroshap.query.games import TabularGame
 from ferroshap.query.loop import QueryOptions
 

@@ -7,7 +7,7 @@ import pytest
 
 import ferroshap as fs
 from conftest import brute_force_shapley
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap import InvalidArgumentError, InvalidTypeError
 
 pd = pytest.importorskip("pandas")
 

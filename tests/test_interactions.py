@@ -15,8 +15,7 @@ import pytest
 import shapiq
 
 import ferroshap as fs
-from ferroshap import _core
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap import InvalidArgumentError, InvalidTypeError, _core
 from ferroshap.interactions.exact import all_masks
 
 PARAMS = {"verbosity": -1, "num_threads": 1, "deterministic": True, "force_col_wise": True}

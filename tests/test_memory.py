@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap import memory
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap import InvalidArgumentError, InvalidTypeError, memory
 from ferroshap.query.games import RawGame
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap.errors import InvalidArgumentError
+from ferroshap import InvalidArgumentError
 
 SLACK = 64 * 2**20
 """The fixed allowance on top of twice the measured peak."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from ferroshap import InvalidArgumentError
 from ferroshap.bench import run_benchmark, suite
 from ferroshap.bench.estimators import make_estimator, producer_version
 from ferroshap.bench.games import linear_game, soum_game
 from ferroshap.bench.metrics import mean_relative_squared_error
 from ferroshap.bench.peers import PEERS, Peer, unavailable_reason
-from ferroshap.errors import InvalidArgumentError
 
 #: Peers that enumerate every coalition when the budget covers 2**n: exact there.
 EXACT_AT_FULL_BUDGET = [

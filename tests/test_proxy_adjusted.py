@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
+from ferroshap import InvalidArgumentError, InvalidTypeError
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.bench.metrics import relative_squared_error
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 from ferroshap.sampling import odd_choice, proxy_adjusted
 from ferroshap.sampling.odd_choice import ODD_SPARSE
 from ferroshap.sampling.proxy_adjusted import proportional_columns

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap import _core
+from ferroshap import InvalidArgumentError, InvalidTypeError, _core
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.bench.metrics import relative_l2_error
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
 
 def true_terms(soum: SumOfUnanimity) -> dict[tuple[int, ...], float]:

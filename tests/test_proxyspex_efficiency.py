@@ -135,7 +135,7 @@ def test_refit_top_is_the_equality_constrained_least_squares() -> None:
     plain = _core.refit_top(spectrum, "Fourier", 5, masks, values)
     expected = np.linalg.lstsq(x, values, rcond=None)[0]
     np.testing.assert_allclose(plain.evaluate(masks), x @ expected, atol=1e-9)
-    with pytest.raises(fs.errors.InvalidArgumentError, match="extremes"):
+    with pytest.raises(fs.InvalidArgumentError, match="extremes"):
         _core.refit_top(spectrum, "Fourier", 5, masks, values, (np.inf, 0.0))
 
 

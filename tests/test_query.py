@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap.errors import DeviceMemoryError, InvalidTypeError
+from ferroshap import DeviceMemoryError, InvalidTypeError
 from ferroshap.query import loop as heap
 from ferroshap.query.loop import QueryOptions, query, units_per_call
 

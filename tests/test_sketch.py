@@ -12,9 +12,8 @@ import pytest
 
 import ferroshap as fs
 from conftest import all_masks, brute_force_shapley
-from ferroshap import _core
+from ferroshap import InvalidArgumentError, InvalidTypeError, _core
 from ferroshap.bench.fourier import SparseQaryFunction
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
 
 PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
 ALPHABETS = {2: "01", 3: "ABC", 4: "ACGT", 20: PROTEIN}

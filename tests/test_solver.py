@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap import _core
-from ferroshap.errors import InvalidArgumentError
+from ferroshap import InvalidArgumentError, _core
 
 
 def relative_l2(a: np.ndarray, b: np.ndarray) -> float:

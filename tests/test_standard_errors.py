@@ -164,7 +164,7 @@ def test_to_polars_carries_errors() -> None:
 
 def test_bad_values_name_the_argument() -> None:
     design = _core.plan("kernel", 5, 20, 0)
-    with pytest.raises(fs.errors.InvalidArgumentError) as info:
+    with pytest.raises(fs.InvalidArgumentError) as info:
         design.standard_errors(np.zeros(3))
     assert info.value.argument == "values"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap import InvalidArgumentError, InvalidTypeError
 from ferroshap.maskers.image import grid_segments
 
 try:

@@ -20,12 +20,12 @@ array([4., 4., 4., 4.])
 """
 
 from ferroshap import _core, maskers
-from ferroshap._core import __version__
-from ferroshap.errors import (
+from ferroshap._core import (
     DeviceMemoryError,
     FerroshapError,
     InvalidArgumentError,
     InvalidTypeError,
+    __version__,
 )
 from ferroshap.interactions.exact import exact_interactions
 from ferroshap.interactions.proxyspex import ProxySPEX

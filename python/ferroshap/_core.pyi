@@ -17,6 +17,10 @@ __all__ = [
     "METHODS",
     "SOLVERS",
     "Design",
+    "DeviceMemoryError",
+    "FerroshapError",
+    "InvalidArgumentError",
+    "InvalidTypeError",
     "SketchPlan",
     "SparseFunction",
     "Spectrum",
@@ -37,6 +41,29 @@ __all__ = [
 ]
 
 __version__: str
+
+class FerroshapError(Exception):
+    """Base class of every error raised by ferroshap.
+
+    Every error a user can trigger is a ``FerroshapError`` and also a built-in ``ValueError``,
+    ``TypeError`` or ``MemoryError``; messages name the argument, what was expected and what was
+    received.
+    """
+
+    argument: str | None
+    """Name of the offending argument as the caller spells it (``"budget"``, ``"seed"``, ...),
+    ``None`` when the error is not about one argument or its name is unknown."""
+
+    def __init__(self, *args: object, argument: str | None = None) -> None: ...
+
+class InvalidArgumentError(FerroshapError, ValueError):
+    """An argument has the right type but an invalid value (wrong shape, NaN, out of range)."""
+
+class InvalidTypeError(FerroshapError, TypeError):
+    """An argument has an unsupported type (for example a model that cannot be called)."""
+
+class DeviceMemoryError(FerroshapError, MemoryError):
+    """The model ran out of (device) memory even on the smallest chunk of inputs."""
 
 def interrupt() -> None:
     """Stop every compiled-core call running on any thread: each raises ``KeyboardInterrupt``
@@ -168,7 +195,7 @@ def plan(
 
     ``budget`` counts distinct coalitions, empty and grand included; with ``paired=True`` an odd
     budget is rounded down. ``budget >= 2**n`` (or ``method="exact"``) gives full enumeration.
-    Raises ``ValueError`` (``ferroshap.errors.InvalidArgumentError``) naming the bad argument.
+    Raises ``ValueError`` (``ferroshap.InvalidArgumentError``) naming the bad argument.
     """
 
 # --- masked model inputs (rust/python/src/masking.rs) ---

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 
 __all__ = ["Groups", "GroupsArgument", "read_groups"]
 

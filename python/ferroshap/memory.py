@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ferroshap import _core
-from ferroshap.errors import InvalidArgumentError
+from ferroshap._core import InvalidArgumentError
 from ferroshap.validation import check_int
 
 FLOAT = 8

@@ -2,8 +2,8 @@
 choices, numbers, names, callables).
 
 Each check runs where an argument enters a public function and raises an
-:class:`~ferroshap.errors.InvalidTypeError` (wrong type; ``bool`` is never taken for an int) or an
-:class:`~ferroshap.errors.InvalidArgumentError` (wrong value) whose message and ``.argument``
+:class:`~ferroshap.InvalidTypeError` (wrong type; ``bool`` is never taken for an int) or an
+:class:`~ferroshap.InvalidArgumentError` (wrong value) whose message and ``.argument``
 name the argument.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 
 __all__ = [
     "BUDGET_LIMIT",

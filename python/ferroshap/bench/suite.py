@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ferroshap._core import InvalidArgumentError
 from ferroshap.bench.estimators import (
     available_estimators,
     check_estimators,
@@ -54,7 +55,6 @@ from ferroshap.bench.games import (
     tuning_svm_game,
 )
 from ferroshap.bench.harness import run_one
-from ferroshap.errors import InvalidArgumentError
 from ferroshap.memory import covers_all
 
 __all__ = [

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import progress_bar
 from ferroshap.query.chunks import iter_chunks, phi_frame
 from ferroshap.validation import ROWS_LIMIT, check_flag, check_int, check_names

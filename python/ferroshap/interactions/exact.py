@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.errors import InvalidArgumentError
+from ferroshap._core import InvalidArgumentError
 from ferroshap.groups import read_groups
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
 from ferroshap.query.games import RawGame

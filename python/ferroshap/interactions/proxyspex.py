@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap._core import FIRST_SAMPLED_ROW
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import FIRST_SAMPLED_ROW, InvalidArgumentError, InvalidTypeError
 from ferroshap.groups import GroupsArgument, read_groups
 from ferroshap.interactions.exact import all_masks
 from ferroshap.interactions.proxy import (

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, check_finite, to_numpy
 from ferroshap.query.games import TabularGame
 from ferroshap.query.loop import QueryOptions

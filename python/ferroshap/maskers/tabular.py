@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array
 from ferroshap.query.frames import frame_model, read_rows_like, read_table
 from ferroshap.query.games import TabularGame

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_outputs
 from ferroshap.query.loop import QueryOptions, query, units_per_call
 from ferroshap.query.models import as_model_function

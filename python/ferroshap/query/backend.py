@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 
 __all__ = [
     "CPU_CHUNK_BYTES",

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import as_2d_array, check_finite, to_numpy
 
 __all__ = [

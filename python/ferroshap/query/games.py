@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import memory
-from ferroshap.errors import InvalidArgumentError
+from ferroshap._core import InvalidArgumentError
 from ferroshap.query.backend import ArrayBackend, check_outputs, check_outputs_shape
 from ferroshap.query.frame_inputs import FrameInputs
 from ferroshap.query.frames import FrameSchema, is_frame

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.errors import DeviceMemoryError, InvalidArgumentError
+from ferroshap._core import DeviceMemoryError, InvalidArgumentError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, progress_bar
 from ferroshap.validation import check_flag, check_int
 
@@ -123,7 +123,7 @@ def query(
     ``per_call`` units.
 
     A chunk that raises an out-of-memory error (host ``MemoryError``, CUDA or CuPy) is halved
-    and retried; :class:`~ferroshap.errors.DeviceMemoryError` is raised when a chunk of one
+    and retried; :class:`~ferroshap.DeviceMemoryError` is raised when a chunk of one
     unit (``unit_rows`` model rows) still fails. ``chunk_values`` returns ``[stop - start, k]``
     with the same ``k`` for every chunk.
 

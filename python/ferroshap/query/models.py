@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import ArrayBackend
 from ferroshap.validation import check_choice, check_output_index
 

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ferroshap import _core
-from ferroshap.errors import InvalidArgumentError
+from ferroshap._core import InvalidArgumentError
 from ferroshap.validation import check_int
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError
+from ferroshap._core import InvalidArgumentError
 
 __all__ = ["Explanation"]
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core
-from ferroshap.errors import InvalidArgumentError
+from ferroshap._core import InvalidArgumentError
 from ferroshap.query.games import RawGame
 from ferroshap.results.explanation import Explanation
 from ferroshap.scores import r_squared

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.errors import InvalidArgumentError
+from ferroshap._core import InvalidArgumentError
 from ferroshap.groups import GroupsArgument, read_groups
 from ferroshap.maskers.tabular import Masker, check_masker, player_names
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend

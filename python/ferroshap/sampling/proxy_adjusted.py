@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap._core import EMPTY_ROW, FIRST_SAMPLED_ROW, FULL_ROW
-from ferroshap.errors import InvalidArgumentError
+from ferroshap._core import EMPTY_ROW, FIRST_SAMPLED_ROW, FULL_ROW, InvalidArgumentError
 from ferroshap.interactions.proxy import fit_adjustment_proxy, predict_proxy, proxy_spectrum
 from ferroshap.query.threads import in_threads
 from ferroshap.sampling.odd_choice import (

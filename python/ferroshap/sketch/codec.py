@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.results.interactions import shapiq_values
 from ferroshap.validation import check_int
 

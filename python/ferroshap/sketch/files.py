@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ferroshap import _core
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.sketch.codec import SequenceCodec
 
 __all__ = ["FORMAT_VERSION", "MAGIC", "read", "write"]

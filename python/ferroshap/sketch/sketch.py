@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core, memory
-from ferroshap.errors import InvalidArgumentError, InvalidTypeError
+from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_finite, check_outputs
 from ferroshap.query.chunks import fingerprint, iter_chunks, phi_frame
 from ferroshap.query.loop import QueryOptions, query, single_output, units_per_call

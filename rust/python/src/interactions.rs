@@ -17,7 +17,8 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArra
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::errors::{guarded, interruptible, to_py_err};
+use crate::exceptions::to_py_err;
+use crate::runner::{guarded, interruptible};
 
 fn parse_basis(basis: &str) -> Result<Basis, CoreError> {
     match basis {

@@ -6,7 +6,8 @@ use numpy::{Element, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use crate::errors::{guarded, to_py_err};
+use crate::exceptions::to_py_err;
+use crate::runner::guarded;
 use crate::sampling::PyDesign;
 
 /// Fills `out` with the masked inputs of the given (mask, row) pairs; see `_core.pyi`.

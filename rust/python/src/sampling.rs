@@ -14,7 +14,8 @@ use numpy::{
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 
-use crate::errors::{interruptible, to_py_err};
+use crate::exceptions::to_py_err;
+use crate::runner::interruptible;
 
 /// A planned design (see `_core.pyi`); its estimator is factorized on first use and cached.
 #[pyclass(frozen, module = "ferroshap._core", name = "Design")]

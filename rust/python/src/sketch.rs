@@ -11,7 +11,8 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, P
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::errors::{guarded, interruptible, to_py_err};
+use crate::exceptions::to_py_err;
+use crate::runner::{guarded, interruptible};
 
 /// The rows of a `[rows, length]` code array as one contiguous slice.
 fn rows<'a>(

@@ -1,5 +1,5 @@
-//! Mapping of core errors and panics to the exception classes of `ferroshap.errors`, and the
-//! runner that keeps long core calls interruptible by Ctrl-C (and within their thread limit).
+//! The runner of core work: long calls stay interruptible by Ctrl-C and within their thread
+//! limit, and a panic becomes a core error instead of reaching Python.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,10 +7,10 @@ use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::time::Duration;
 
 use ferroshap_core::{Cancel, CoreError};
-use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
+use crate::exceptions::to_py_err;
 use crate::threads::{thread_limit, within_limit};
 
 /// How often the calling thread runs Python's signal handlers while the core works.
@@ -98,28 +98,4 @@ fn guarded_here<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreEr
             "internal error in ferroshap's core (please report it): {what}"
         )))
     })
-}
-
-/// The Python exception for `err`: `InvalidArgumentError` (a `ValueError`) for bad arguments,
-/// with the offending argument's name as its `argument` attribute, `FerroshapError` (whose
-/// `argument` is `None`) for numerical failures, `KeyboardInterrupt` for a cancelled computation
-/// (the bindings cancel only on an interrupt, see [`interruptible`]).
-pub fn to_py_err(py: Python<'_>, err: CoreError) -> PyErr {
-    let (class, argument) = match err {
-        CoreError::InvalidArgument { argument, .. } => ("InvalidArgumentError", Some(argument)),
-        CoreError::Numerical(_) => ("FerroshapError", None),
-        CoreError::Cancelled => return PyKeyboardInterrupt::new_err(err.to_string()),
-    };
-    let message = err.to_string();
-    let built = (|| {
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("argument", argument)?;
-        py.import("ferroshap.errors")?
-            .getattr(class)?
-            .call((message.clone(),), Some(&kwargs))
-    })();
-    match built {
-        Ok(instance) => PyErr::from_value(instance),
-        Err(_) => PyRuntimeError::new_err(message),
-    }
 }
