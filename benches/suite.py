@@ -5,7 +5,8 @@ of games with exact truth, resumable seed by seed.
 Usage::
 
     python benches/suite.py [--out DIR] [--smoke] [--games a,b] [--methods a,b] [--seeds K]
-                            [--first-seed S] [--jobs J] [--peer-cache DIR | --no-peer-cache]
+                            [--first-seed S] [--factors 5,20,60] [--jobs J]
+                            [--peer-cache DIR | --no-peer-cache]
 
 Writes ``DIR/cells/*.parquet`` (one per cell, rewritten after each of its seeds; rerun to resume
 or to add seeds and estimators; the peers' runs are taken from and written back to the committed
@@ -57,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, help="seeds 0 .. K-1 (default 20; smoke 2)")
     parser.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
     parser.add_argument(
+        "--factors",
+        type=lambda text: [int(part) for part in _names(text)],
+        help="budgets as multiples of n (default 5,20,60; smoke 5,20)",
+    )
+    parser.add_argument(
         "--jobs", type=int, default=1, help="worker processes, one (game, background) each"
     )
     parser.add_argument(
@@ -73,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     grid = {
         "games": args.games or (suite.SMOKE_GAMES if args.smoke else suite.GRID_GAMES),
         "backgrounds": (1,) if args.smoke else suite.BACKGROUNDS,
-        "factors": (5, 20) if args.smoke else suite.BUDGET_FACTORS,
+        "factors": args.factors or ((5, 20) if args.smoke else suite.BUDGET_FACTORS),
     }
     start = time.perf_counter()
     runs = suite.run_suite(
