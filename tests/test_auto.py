@@ -11,7 +11,7 @@ import ferroshap as fs
 from conftest import all_masks
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.sampling import auto
-from ferroshap.sampling.odd_choice import CANDIDATES
+from ferroshap.sampling.odd_choice import CANDIDATES, SMALL_CANDIDATES, TREE_PROXY
 from ferroshap.sampling.proxy_adjusted import minimum_budget
 
 
@@ -41,20 +41,20 @@ def test_exact_exactly_from_two_to_the_n(n: int) -> None:
 
 
 @pytest.mark.parametrize("n", [5, 10, auto.BORDER_MAX_PLAYERS])
-def test_odd_msr_or_kernel_wor_for_small_budgets_at_small_n(n: int) -> None:
+def test_small_choice_or_kernel_wor_for_small_budgets_at_small_n(n: int) -> None:
     budget = auto.BORDER_FACTOR * n
     if budget < 2**n:
-        below = "odd-msr" if budget - 1 >= minimum_budget(n) else "kernel-wor"
+        below = "small-choice" if budget - 1 >= minimum_budget(n) else "kernel-wor"
         assert auto.choose(n, budget - 1).name == below
-        assert auto.choose(n, budget).name not in ("odd-msr", "kernel-wor")
+        assert auto.choose(n, budget).name not in ("small-choice", "kernel-wor")
     n_large = auto.BORDER_MAX_PLAYERS + 1
     assert auto.choose(n_large, auto.BORDER_FACTOR * n_large - 1).name == "odd-choice"
 
 
-def test_odd_msr_from_the_proxy_minimum_and_with_pairing_only() -> None:
+def test_small_choice_from_the_proxy_minimum_and_with_pairing_only() -> None:
     n = 10
     assert auto.choose(n, minimum_budget(n) - 1).name == "kernel-wor"
-    assert auto.choose(n, minimum_budget(n)).name == "odd-msr"
+    assert auto.choose(n, minimum_budget(n)).name == "small-choice"
     assert auto.choose(n, minimum_budget(n), paired=False).name == "kernel-wor"
 
 
@@ -84,7 +84,7 @@ def test_the_rule_is_a_function_of_its_arguments_only() -> None:
     ("n", "budget", "recipe"),
     [
         (12, 40, "kernel-wor"),
-        (12, 60, "odd-msr"),
+        (12, 60, "small-choice"),
         (30, 100, "leverage"),
         (12, 200, "odd-choice"),
         (30, 2000, "odd-choice"),
@@ -264,3 +264,30 @@ def test_the_choice_is_the_best_held_out_candidate_and_reproducible() -> None:
     assert list(scores) == list(CANDIDATES)
     assert first.estimator == min(scores, key=scores.get)
     assert np.allclose(first.values.sum(1), model(X) - model(background).mean())
+
+
+def test_the_small_budget_choice_reports_its_winner_and_queries_only_the_budget() -> None:
+    # three unanimity games of order 3-4 at n = 10, budget 5n: a tree proxy of the game itself
+    # predicts held-out pairs better than the regression's Tree-MSR correction
+    n, units = 10, [([0, 1, 2, 3], 3.0), ([4, 5, 6], 2.0), ([2, 7, 8], -1.5)]
+
+    def game(z: np.ndarray) -> np.ndarray:
+        on = z > 0.5
+        return sum(weight * on[:, players].all(axis=1) for players, weight in units)
+
+    calls = []
+
+    def counted(z: np.ndarray) -> np.ndarray:
+        calls.append(len(z))
+        return game(z)
+
+    first = fs.Explainer(counted, np.zeros((1, n)), budget=50, seed=2)(np.ones((2, n)))
+    assert auto.choose(n, 50).name == "small-choice" and sum(calls) == 2 * 50 + 1
+    again = fs.Explainer(game, np.zeros((1, n)), budget=50, seed=2)(np.ones((2, n)))
+    assert np.array_equal(first.values, again.values)
+    (scores,) = first.diagnostics["held_out_errors"]
+    assert list(scores) == list(SMALL_CANDIDATES) and first.estimator == TREE_PROXY
+    assert scores[TREE_PROXY] < scores["odd-msr"]
+    assert np.allclose(first.values.sum(1), sum(weight for _, weight in units))
+    assert first.standard_errors.shape == first.values.shape
+    assert np.all(first.standard_errors > 0)

@@ -18,6 +18,7 @@ __all__ = [
     "EARLY_STOPPING_ROUNDS",
     "MAX_ROUNDS",
     "PARALLEL_CELLS",
+    "SMALL_BUDGET_PARAMS",
     "fit_adjustment_proxy",
     "fit_proxy",
     "predict_proxy",
@@ -60,6 +61,11 @@ seed, because the proxy does another job there: it fits the residual of a regres
 sampled coalition, with no held-out set to stop on, so it runs a fixed
 :data:`ADJUSTMENT_ROUNDS`. ``num_threads=1`` (the fits of several rows and outputs run side by
 side instead) and ``deterministic=True`` make it bit-for-bit reproducible."""
+
+SMALL_BUDGET_PARAMS: dict[str, Any] = {**ADJUSTMENT_PARAMS, "min_data_in_leaf": 3}
+""":data:`ADJUSTMENT_PARAMS` with leaves of as few as three coalitions: the proxy of the game
+itself that ``method="auto"`` weighs at budgets of a few times ``n`` (``"tree-proxy"``, see
+:mod:`ferroshap.sampling.odd_choice`), where leaves of ten leave a tree game's proxy too coarse."""
 
 ADJUSTMENT_ROUNDS = 200
 """Boosting rounds of the proxy-adjusted estimators' proxy (no early stopping)."""

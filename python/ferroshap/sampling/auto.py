@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ferroshap import _core, memory
 from ferroshap.sampling import proxy_adjusted
-from ferroshap.sampling.odd_choice import ODD_BLEND, ODD_CHOICE, ODD_SPARSE
+from ferroshap.sampling.odd_choice import ODD_BLEND, ODD_CHOICE, ODD_SPARSE, SMALL_CHOICE
 from ferroshap.sampling.proxy_adjusted import ODD_MSR, minimum_budget
 
 __all__ = ["AUTO", "RECIPES", "Recipe", "choose", "resolve"]
@@ -57,6 +57,7 @@ RECIPES: dict[str, Recipe] = {
         Recipe("odd-blend", "leverage", ODD_BLEND),
         Recipe("odd-choice", "leverage", ODD_CHOICE),
         Recipe("odd-msr", "kernel-wor", ODD_MSR),
+        Recipe("small-choice", "kernel-wor", SMALL_CHOICE),
     )
 }
 """Every recipe by name: plain designs, and designs followed by the odd-part proxy adjustment."""
@@ -66,7 +67,7 @@ BORDER_MAX_PLAYERS = 12
 """Up to this many players, small budgets go to the kernel's without-replacement design."""
 
 BORDER_FACTOR = 6
-"""... below ``budget = BORDER_FACTOR * n`` (``"odd-msr"``, or ``"kernel-wor"`` below
+"""... below ``budget = BORDER_FACTOR * n`` (``"small-choice"``, or ``"kernel-wor"`` below
 :func:`~ferroshap.sampling.proxy_adjusted.minimum_budget`); docs/auto.md, "The rule"."""
 
 
@@ -76,10 +77,11 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
     The rule, in order:
 
     1. ``budget >= 2**n`` (and ``n <= 24``): ``"exact"`` (full enumeration, no warning);
-    2. ``n <= 12`` and ``budget < 6 n``: ``"odd-msr"`` (``"kernel-wor"`` adjusted by Tree MSR
-       of its odd residual) when the budget reaches
-       :func:`~ferroshap.sampling.proxy_adjusted.minimum_budget` and pairing is on, else
-       ``"kernel-wor"`` (border sizes enumerated);
+    2. ``n <= 12`` and ``budget < 6 n``: ``"small-choice"`` on a ``"kernel-wor"`` design when
+       the budget reaches :func:`~ferroshap.sampling.proxy_adjusted.minimum_budget` and
+       pairing is on (``"odd-msr"``, the design's regression adjusted by Tree MSR of its odd
+       residual, or ``"tree-proxy"``, a proxy of the game itself, whichever predicts held-out
+       pairs better), else ``"kernel-wor"`` (border sizes enumerated);
     3. ``budget`` below :func:`~ferroshap.sampling.proxy_adjusted.minimum_budget` (too few pairs
        to fit a proxy): ``"leverage"``;
     4. paired designs: ``"odd-choice"``, which keeps whichever of ``"proxy-leverage"``,
@@ -92,7 +94,7 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
     Examples
     --------
     >>> choose(8, 256).name, choose(10, 50).name, choose(10, 40).name, choose(30, 100).name
-    ('exact', 'odd-msr', 'kernel-wor', 'leverage')
+    ('exact', 'small-choice', 'kernel-wor', 'leverage')
     >>> choose(30, 512).name, choose(30, 512, paired=False).name
     ('odd-choice', 'proxy-leverage')
     """
@@ -100,7 +102,7 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
         return RECIPES["exact"]
     if n <= BORDER_MAX_PLAYERS and budget < BORDER_FACTOR * n:
         proxy_fits = paired and budget >= minimum_budget(n)
-        return RECIPES["odd-msr" if proxy_fits else "kernel-wor"]
+        return RECIPES["small-choice" if proxy_fits else "kernel-wor"]
     if budget < minimum_budget(n):
         return RECIPES["leverage"]
     return RECIPES["odd-choice" if paired else "proxy-leverage"]

@@ -192,9 +192,10 @@ class Ran:
     Attributes
     ----------
     estimator : str
-        ``"exact"`` for an exact design, the estimator ``"odd-choice"`` kept, or the recipe.
+        ``"exact"`` for an exact design, the estimator a held-out choice (``"odd-choice"``,
+        ``"small-choice"``) kept, or the recipe.
     held_out_errors : dict[str, float] or None
-        ``"odd-choice"``'s held-out error of each candidate (else ``None``).
+        The choice's held-out error of each candidate (else ``None``).
     """
 
     estimator: str
@@ -212,8 +213,8 @@ class Ran:
 
 def diagnostics(ran: Sequence[Ran]) -> dict[str, Any]:
     """An explanation's ``diagnostics`` from what ran on its designs: ``"estimated"``, and with
-    ``"odd-choice"`` the held-out error of each candidate (``"held_out_errors"``, one dict per
-    design that chose, in order)."""
+    a held-out choice (``"odd-choice"``, ``"small-choice"``) the held-out error of each
+    candidate (``"held_out_errors"``, one dict per design that chose, in order)."""
     chose = [r.held_out_errors for r in ran if r.held_out_errors is not None]
     found: dict[str, Any] = {"estimated": any(r.estimator != "exact" for r in ran)}
     return {**found, "held_out_errors": chose} if chose else found
@@ -282,8 +283,8 @@ def estimate_values(
     (a method of :data:`PROXY_METHODS` or an ``auto`` adjustment) if given, functions computing
     their standard errors (``[R, n]`` per design, see ``docs/standard-errors.md``: computed when
     read, as they cost several times the estimate), and per design the
-    :class:`~ferroshap.sampling.odd_choice.Choice` of ``"odd-choice"`` (else ``None``);
-    warn on rank deficiency.
+    :class:`~ferroshap.sampling.odd_choice.Choice` of ``"odd-choice"`` or ``"small-choice"``
+    (else ``None``); warn on rank deficiency.
 
     A column whose values are all equal (a game constant on every evaluated coalition) gets
     exactly 0 and standard errors of exactly 0, whatever the estimator (they would otherwise

@@ -1,4 +1,4 @@
-"""``method="auto"``'s held-out choice among proxy-adjusted candidates (docs/auto.md).
+"""``method="auto"``'s held-out choices among proxy-adjusted candidates (docs/auto.md).
 
 From the proxy's minimum budget on, ``auto`` runs :data:`ODD_CHOICE` on a paired design: one
 fold of :data:`HOLDOUT_FOLDS` of the design's coalition pairs is held out, a proxy of the odd
@@ -7,17 +7,31 @@ part is fitted on the rest for at most :data:`HOLDOUT_COLUMNS` explained columns
 (:func:`held_out_errors`); the winner then runs on every pair
 (:func:`ferroshap.sampling.proxy_adjusted.adjust_with_errors`). Here: the candidates' names,
 their surrogates from one column's proxy (:func:`candidate_fit`), the split and the scores.
+
+At small budgets (a few times ``n``, few players) ``auto`` runs :data:`SMALL_CHOICE` instead:
+``"odd-msr"`` or :data:`TREE_PROXY`, whichever predicts the odd part of held-out pairs better
+over all :data:`HOLDOUT_FOLDS` folds (:func:`small_budget_errors`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ferroshap import _core
-from ferroshap.interactions.proxy import fit_adjustment_proxy, predict_proxy, proxy_spectrum
+from ferroshap._core import EMPTY_ROW, FULL_ROW
+from ferroshap.interactions.proxy import (
+    ADJUSTMENT_ROUNDS,
+    SMALL_BUDGET_PARAMS,
+    fit_adjustment_proxy,
+    fit_proxy,
+    predict_proxy,
+    proxy_spectrum,
+)
+from ferroshap.query.threads import in_threads
 from ferroshap.sampling.odd_sparse import refit_odd
 
 __all__ = [
@@ -27,12 +41,17 @@ __all__ = [
     "ODD_BLEND",
     "ODD_CHOICE",
     "ODD_SPARSE",
+    "SMALL_CANDIDATES",
+    "SMALL_CHOICE",
+    "TREE_PROXY",
     "Choice",
     "HoldOut",
     "candidate_fit",
     "fit_column_proxy",
     "held_out_errors",
     "scored_columns",
+    "small_budget_errors",
+    "tree_proxy_values",
 ]
 
 ODD_SPARSE = "odd-sparse"
@@ -50,6 +69,20 @@ own coalitions (:func:`held_out_errors`); the estimator that won is reported by 
 
 CANDIDATES = ("proxy-leverage", ODD_SPARSE, ODD_BLEND)
 """What :data:`ODD_CHOICE` chooses from, in the order that breaks ties."""
+
+TREE_PROXY = "tree-proxy"
+"""The exact Shapley values of a LightGBM proxy of the game itself, fitted on every sampled
+coalition with small leaves (:data:`~ferroshap.interactions.proxy.SMALL_BUDGET_PARAMS`), with
+no correction of what it misses (one of :data:`SMALL_CANDIDATES`)."""
+
+SMALL_CHOICE = "small-choice"
+"""``method="auto"``'s choice at small budgets between :data:`SMALL_CANDIDATES` by their
+held-out error on the odd part (:func:`small_budget_errors`); the one that won is reported."""
+
+SMALL_CANDIDATES = ("odd-msr", TREE_PROXY)
+"""What :data:`SMALL_CHOICE` chooses from, in the order that breaks ties: ``"odd-msr"`` (the
+design's regression plus Tree MSR of its odd residual, exact on games of order two or less)
+first."""
 
 HOLDOUT_FOLDS = 5
 """:data:`ODD_CHOICE` holds out one of this many folds of coalition pairs: the candidates are
@@ -169,3 +202,74 @@ def held_out_errors(masks: np.ndarray, target: np.ndarray, split: HoldOut) -> np
     proxy, refit = predict_proxy(booster, masks[held_out]), sparse.evaluate(masks[held_out])
     errors = [np.mean((y - f) ** 2) for f in (proxy, refit, (proxy + refit) / 2)]
     return np.array(errors) / max(float(np.mean(y**2)), np.finfo(float).tiny)
+
+
+def tree_proxy_values(masks: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """:data:`TREE_PROXY`'s Shapley values ``[R, n]``: those of a proxy fitted to each column of
+    ``values`` ``[m, R]`` on every sampled coalition, shifted to sum to ``v(N) - v(empty)``."""
+    n = masks.shape[1]
+    fits = in_threads(
+        [
+            partial(fit_proxy, SMALL_BUDGET_PARAMS, (masks, values[:, j]), rounds=ADJUSTMENT_ROUNDS)
+            for j in range(values.shape[1])
+        ]
+    )
+    phi = np.stack([proxy_spectrum(booster, n).shapley_values() for booster in fits])
+    gap = values[FULL_ROW] - values[EMPTY_ROW] - phi.sum(axis=1)
+    return phi + gap[:, None] / n
+
+
+def small_budget_errors(
+    masks: np.ndarray,
+    values: np.ndarray,
+    odd: np.ndarray,
+    phi: np.ndarray,
+    complement: np.ndarray,
+    folds: np.ndarray,
+) -> np.ndarray:
+    """Each of :data:`SMALL_CANDIDATES`' squared error in predicting the odd part
+    ``(v(S) - v(N minus S)) / 2`` of every sampled pair from fits on the other folds' pairs
+    (``folds`` as :func:`~ferroshap.sampling.proxy_adjusted.complements` and its folds give
+    them), summed over the folds and :func:`scored_columns`, relative to the odd part's sum of
+    squares. ``"odd-msr"`` predicts it by the regression ``phi`` ``[R, n]`` plus a proxy of the
+    odd residual ``odd`` ``[m, R]``, :data:`TREE_PROXY` by the odd part of its proxy. ``phi``
+    is the regression on every pair, held-out ones included, which can only flatter
+    ``"odd-msr"``, the incumbent."""
+    one_per_pair = np.flatnonzero(complement > np.arange(len(masks)))
+    calls = []
+    for fold in range(int(folds.max()) + 1):
+        held_out = one_per_pair[folds[one_per_pair] == fold]
+        if len(held_out) == 0:
+            continue
+        train = np.ones(len(masks), dtype=bool)
+        train[held_out] = train[complement[held_out]] = False
+        calls += [
+            partial(
+                _fold_errors, masks, train, held_out, complement, values[:, j], odd[:, j], phi[j]
+            )
+            for j in scored_columns(np.arange(values.shape[1]))
+        ]
+    sums = np.sum(in_threads(calls), axis=0)
+    return sums[:2] / max(float(sums[2]), np.finfo(float).tiny)
+
+
+def _fold_errors(
+    masks: np.ndarray,
+    train: np.ndarray,
+    held_out: np.ndarray,
+    complement: np.ndarray,
+    v: np.ndarray,
+    odd: np.ndarray,
+    phi: np.ndarray,
+) -> list[float]:
+    """:func:`small_budget_errors`' squared errors of each candidate on one fold and column,
+    and the held-out odd part's sum of squares."""
+    partners = complement[held_out]
+    y = (v[held_out] - v[partners]) / 2
+    linear = masks[held_out] @ phi - phi.sum() / 2
+    odd_msr = linear + predict_proxy(
+        fit_adjustment_proxy(masks[train], odd[train]), masks[held_out]
+    )
+    booster = fit_proxy(SMALL_BUDGET_PARAMS, (masks[train], v[train]), rounds=ADJUSTMENT_ROUNDS)
+    tree = (predict_proxy(booster, masks[held_out]) - predict_proxy(booster, masks[partners])) / 2
+    return [float(np.sum((y - odd_msr) ** 2)), float(np.sum((y - tree) ** 2)), float(y @ y)]

@@ -22,6 +22,10 @@ Shapley values come from its trees through the compiled tree -> Fourier path
 ``"odd-choice"`` (:data:`ODD_CHOICE`, what ``method="auto"`` runs from the proxy's minimum budget)
     Whichever of ``"proxy-leverage"``, ``"odd-sparse"`` and ``"odd-blend"`` predicts held-out
     coalitions best (:func:`held_out_errors`); no extra model queries.
+``"small-choice"`` (:data:`SMALL_CHOICE`, ``method="auto"`` at small budgets)
+    ``"odd-msr"`` (:data:`ODD_MSR`) or ``"tree-proxy"`` (:data:`TREE_PROXY`: the Shapley values
+    of a proxy of the game itself), whichever predicts the odd part of held-out pairs better
+    over five folds (:func:`~ferroshap.sampling.odd_choice.small_budget_errors`).
 ``"tree-msr"``
     Tree MSR (Witter, Liu, Musco 2025) as published: ``f`` fitted to ``v`` on the same samples,
     plus the Horvitz-Thompson (maximum sample reuse) estimate of the residual game with the
@@ -51,12 +55,17 @@ from ferroshap.sampling.odd_choice import (
     ODD_BLEND,
     ODD_CHOICE,
     ODD_SPARSE,
+    SMALL_CANDIDATES,
+    SMALL_CHOICE,
+    TREE_PROXY,
     Choice,
     HoldOut,
     candidate_fit,
     fit_column_proxy,
     held_out_errors,
     scored_columns,
+    small_budget_errors,
+    tree_proxy_values,
 )
 from ferroshap.validation import check_int
 
@@ -155,7 +164,7 @@ def adjust(
 ) -> np.ndarray:
     """Proxy-adjusted Shapley values ``[R, n]`` from a regression design's values ``[m, R]`` and
     its estimate ``phi`` ``[R, n]``; exact designs are returned unchanged. ``method`` is one of
-    :data:`PROXY_METHODS`, :data:`ODD_SPARSE` or :data:`ODD_MSR`.
+    :data:`PROXY_METHODS`, :data:`ODD_SPARSE`, :data:`ODD_MSR` or :data:`SMALL_CHOICE`.
 
     Each row of the result sums to ``v(N) - v(empty)`` (rounding corrected). The values of
     :func:`adjust_with_errors`, without their standard errors.
@@ -209,6 +218,11 @@ def adjust_with_errors(
     one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
     fold = _folds(complement, HOLDOUT_FOLDS, design.seed, design.stream)
     split = HoldOut.of(one_per_pair[fold[one_per_pair] == 0], one_per_pair, complement)
+    if method == SMALL_CHOICE:  # the candidate that wins runs below, as if asked for
+        odd = odd_residual(masks, complement, values, phi)
+        small = small_budget_errors(masks, values, odd, phi, complement, fold)
+        method = SMALL_CANDIDATES[int(np.argmin(small))]
+        choice = Choice(method, dict(zip(SMALL_CANDIDATES, small.tolist(), strict=True)))
     if method in (*CANDIDATES, ODD_CHOICE):
         odd = odd_residual(masks, complement, values, phi)
 
@@ -246,6 +260,8 @@ def adjust_with_errors(
         phi_f = np.stack([scale * fit[0] for scale, fit in zip(scales, fits, strict=True)])
         fitted = np.stack([scale * fit[1] for scale, fit in zip(scales, fits, strict=True)], 1)
         out = phi + phi_f - design.estimate(np.ascontiguousarray(fitted))
+    elif method == TREE_PROXY:
+        out = tree_proxy_values(masks, values)
     elif method in (ODD_MSR, "tree-msr"):
         odd = method == ODD_MSR
         target = odd_residual(masks, complement, values, phi) if odd else values
@@ -255,17 +271,17 @@ def adjust_with_errors(
         out = np.stack([estimate for estimate, _ in fits]) + (phi if odd else 0.0)
         residuals = np.stack([residual for _, residual in fits], axis=1)
     else:
-        valid = (*PROXY_METHODS, ODD_SPARSE, ODD_BLEND, ODD_CHOICE, ODD_MSR)
+        valid = (*PROXY_METHODS, ODD_SPARSE, ODD_BLEND, ODD_CHOICE, ODD_MSR, SMALL_CHOICE)
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
     if method == "tree-msr":
         errors = partial(design.horvitz_thompson_errors, np.ascontiguousarray(residuals))
         if cross_fit is None:  # in-sample residuals, too small: those of a cross-fit instead
             errors = partial(cross_fitted_errors, design, masks, values, fold, weights)
-    elif choice is not None:
+    elif choice is not None and method != ODD_MSR:
         # The winner's surrogate left this share of the odd part's mean square unexplained on
         # pairs it did not see: the plain regression's standard errors, scaled by its root,
         # stand for those of the regression on what the surrogate leaves out.
-        errors = partial(scaled_errors, design, values, choice.held_out_errors[name])
+        errors = partial(scaled_errors, design, values, choice.held_out_errors[choice.estimator])
     elif method in CANDIDATES:  # the same evidence, gathered only when the errors are read
         errors = partial(held_out_scaled_errors, design, values, scores, CANDIDATES.index(name))
     else:
