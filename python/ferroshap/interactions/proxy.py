@@ -21,6 +21,7 @@ __all__ = [
     "SMALL_BUDGET_PARAMS",
     "fit_adjustment_proxy",
     "fit_proxy",
+    "fit_small_budget_proxy",
     "predict_proxy",
     "proxy_learning_rate",
     "proxy_spectrum",
@@ -171,6 +172,12 @@ def fit_adjustment_proxy(masks: np.ndarray, target: np.ndarray) -> Any:
     """The proxy-adjusted estimators' proxy on every sampled coalition
     (:data:`ADJUSTMENT_PARAMS`, :data:`ADJUSTMENT_ROUNDS` rounds)."""
     return fit_proxy(ADJUSTMENT_PARAMS, (masks, target), rounds=ADJUSTMENT_ROUNDS)
+
+
+def fit_small_budget_proxy(masks: np.ndarray, target: np.ndarray) -> Any:
+    """The proxy of a game itself at small budgets on the given coalitions
+    (:data:`SMALL_BUDGET_PARAMS`, :data:`ADJUSTMENT_ROUNDS` rounds)."""
+    return fit_proxy(SMALL_BUDGET_PARAMS, (masks, target), rounds=ADJUSTMENT_ROUNDS)
 
 
 def predict_proxy(booster: Any, masks: np.ndarray) -> np.ndarray:

@@ -22,12 +22,9 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core
-from ferroshap._core import EMPTY_ROW, FULL_ROW
 from ferroshap.interactions.proxy import (
-    ADJUSTMENT_ROUNDS,
-    SMALL_BUDGET_PARAMS,
     fit_adjustment_proxy,
-    fit_proxy,
+    fit_small_budget_proxy,
     predict_proxy,
     proxy_spectrum,
 )
@@ -205,18 +202,16 @@ def held_out_errors(masks: np.ndarray, target: np.ndarray, split: HoldOut) -> np
 
 
 def tree_proxy_values(masks: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """:data:`TREE_PROXY`'s Shapley values ``[R, n]``: those of a proxy fitted to each column of
-    ``values`` ``[m, R]`` on every sampled coalition, shifted to sum to ``v(N) - v(empty)``."""
+    """:data:`TREE_PROXY`'s Shapley values ``[R, n]``: those of a proxy
+    (:func:`~ferroshap.interactions.proxy.fit_small_budget_proxy`) fitted to each column of
+    ``values`` ``[m, R]`` on every sampled coalition. They need not sum to ``v(N) - v(empty)``:
+    :func:`~ferroshap.sampling.proxy_adjusted.adjust_with_errors` restores that for every
+    estimator."""
     n = masks.shape[1]
     fits = in_threads(
-        [
-            partial(fit_proxy, SMALL_BUDGET_PARAMS, (masks, values[:, j]), rounds=ADJUSTMENT_ROUNDS)
-            for j in range(values.shape[1])
-        ]
+        [partial(fit_small_budget_proxy, masks, values[:, j]) for j in range(values.shape[1])]
     )
-    phi = np.stack([proxy_spectrum(booster, n).shapley_values() for booster in fits])
-    gap = values[FULL_ROW] - values[EMPTY_ROW] - phi.sum(axis=1)
-    return phi + gap[:, None] / n
+    return np.stack([proxy_spectrum(booster, n).shapley_values() for booster in fits])
 
 
 def small_budget_errors(
@@ -236,6 +231,7 @@ def small_budget_errors(
     is the regression on every pair, held-out ones included, which can only flatter
     ``"odd-msr"``, the incumbent."""
     one_per_pair = np.flatnonzero(complement > np.arange(len(masks)))
+    columns = scored_columns(np.arange(values.shape[1]))
     calls = []
     for fold in range(int(folds.max()) + 1):
         held_out = one_per_pair[folds[one_per_pair] == fold]
@@ -247,7 +243,7 @@ def small_budget_errors(
             partial(
                 _fold_errors, masks, train, held_out, complement, values[:, j], odd[:, j], phi[j]
             )
-            for j in scored_columns(np.arange(values.shape[1]))
+            for j in columns
         ]
     sums = np.sum(in_threads(calls), axis=0)
     return sums[:2] / max(float(sums[2]), np.finfo(float).tiny)
@@ -270,6 +266,6 @@ def _fold_errors(
     odd_msr = linear + predict_proxy(
         fit_adjustment_proxy(masks[train], odd[train]), masks[held_out]
     )
-    booster = fit_proxy(SMALL_BUDGET_PARAMS, (masks[train], v[train]), rounds=ADJUSTMENT_ROUNDS)
+    booster = fit_small_budget_proxy(masks[train], v[train])
     tree = (predict_proxy(booster, masks[held_out]) - predict_proxy(booster, masks[partners])) / 2
     return [float(np.sum((y - odd_msr) ** 2)), float(np.sum((y - tree) ** 2)), float(y @ y)]

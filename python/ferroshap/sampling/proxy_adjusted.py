@@ -218,14 +218,14 @@ def adjust_with_errors(
     one_per_pair = np.flatnonzero(complement < np.arange(len(masks)))
     fold = _folds(complement, HOLDOUT_FOLDS, design.seed, design.stream)
     split = HoldOut.of(one_per_pair[fold[one_per_pair] == 0], one_per_pair, complement)
-    if method == SMALL_CHOICE:  # the candidate that wins runs below, as if asked for
+    odd = None  # the regression's odd residual, for the estimators that correct it
+    if method in (*CANDIDATES, ODD_CHOICE, ODD_MSR, SMALL_CHOICE):
         odd = odd_residual(masks, complement, values, phi)
+    if method == SMALL_CHOICE:  # the candidate that wins runs below, as if asked for
         small = small_budget_errors(masks, values, odd, phi, complement, fold)
         method = SMALL_CANDIDATES[int(np.argmin(small))]
         choice = Choice(method, dict(zip(SMALL_CANDIDATES, small.tolist(), strict=True)))
     if method in (*CANDIDATES, ODD_CHOICE):
-        odd = odd_residual(masks, complement, values, phi)
-
         # One proxy per row and output, fitted in threads (LightGBM and the tree reader release
         # the GIL); each fit is single-threaded and seeded, so the order of completion does not
         # matter and the results are bit for bit those of a plain loop. A column whose target is
@@ -263,12 +263,12 @@ def adjust_with_errors(
     elif method == TREE_PROXY:
         out = tree_proxy_values(masks, values)
     elif method in (ODD_MSR, "tree-msr"):
-        odd = method == ODD_MSR
-        target = odd_residual(masks, complement, values, phi) if odd else values
-        folds = _folds(complement, 1 if odd else cross_fit or 1, design.seed, design.stream)
+        of_odd = method == ODD_MSR
+        target = odd if of_odd else values
+        folds = _folds(complement, 1 if of_odd else cross_fit or 1, design.seed, design.stream)
         weights = _msr_weights(masks)
         fits = [_tree_msr(masks, target[:, j], folds, weights) for j in range(values.shape[1])]
-        out = np.stack([estimate for estimate, _ in fits]) + (phi if odd else 0.0)
+        out = np.stack([estimate for estimate, _ in fits]) + (phi if of_odd else 0.0)
         residuals = np.stack([residual for _, residual in fits], axis=1)
     else:
         valid = (*PROXY_METHODS, ODD_SPARSE, ODD_BLEND, ODD_CHOICE, ODD_MSR, SMALL_CHOICE)
