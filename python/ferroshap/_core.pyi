@@ -25,6 +25,7 @@ __all__ = [
     "SparseFunction",
     "Spectrum",
     "__version__",
+    "covers_all",
     "exact_interactions",
     "fill_masked_inputs",
     "interrupt",
@@ -32,12 +33,14 @@ __all__ = [
     "moebius_transform",
     "plan",
     "plan_masks",
+    "planned_coalitions",
     "refit_ridge",
     "refit_top",
     "select_ridge",
     "select_support",
     "set_thread_limit",
     "sketch_plan",
+    "solver_bytes",
 ]
 
 __version__: str
@@ -197,6 +200,34 @@ def plan(
     budget is rounded down. ``budget >= 2**n`` (or ``method="exact"``) gives full enumeration.
     Raises ``ValueError`` (``ferroshap.InvalidArgumentError``) naming the bad argument.
     """
+
+def covers_all(n_players: int, budget: int) -> bool:
+    """Whether ``budget`` coalitions cover all ``2**n_players``, so that a design enumerates them
+    (no budget covers 64 players or more).
+
+    Examples
+    --------
+    >>> covers_all(3, 8), covers_all(3, 7), covers_all(64, 2**64 - 1)
+    (True, False, False)
+    """
+
+def planned_coalitions(method: str, n_players: int, budget: int) -> int:
+    """Coalitions a design of ``method`` holds for ``n_players`` and ``budget``: all
+    ``2**n_players`` for ``"exact"`` or a budget that :func:`covers_all` of them (``2**64 - 1``
+    from 64 players on), else ``budget``.
+
+    Examples
+    --------
+    >>> planned_coalitions("exact", 4, 2), planned_coalitions("leverage", 40, 500)
+    (16, 500)
+    """
+
+def solver_bytes(method: str, n_players: int, coalitions: int, solver: str = "auto") -> int:
+    """Bytes of the estimate's matrices for ``coalitions`` coalitions (the memory estimate,
+    saturating at ``2**64 - 1``): for a regression method on the normal equations (``solver``
+    as in :func:`plan`), bit sets, the packed design and three ``n x n`` matrices; on the SVD,
+    the ``m x n`` design, its thin factors and the ``n x m`` operator; for the other sampling
+    methods an ``n x m`` operator; for enumeration the value table."""
 
 # --- masked model inputs (rust/python/src/masking.rs) ---
 

@@ -62,6 +62,10 @@ besides its training data, as a fixed part and a part per player: with 200 round
 measured peaks exceed the rest of the estimate by 0 to 13 MiB at 20 to 500 players
 (tests/test_memory_estimates.py)."""
 
+COUNT_CAP = 2**64 - 1
+"""Largest count the core's estimates take (a u64); they saturate there, far past any
+``max_memory``."""
+
 
 @dataclass
 class Estimate:
@@ -142,60 +146,22 @@ def check(engine: str, estimate: Estimate, max_memory: int | None, **arguments: 
     )
 
 
-def covers_all(n: int, budget: int) -> bool:
-    """Whether ``budget`` coalitions cover all ``2**n`` of ``n`` players, so that a design
-    enumerates them (the core's rule; no budget, a u64, covers 64 players or more).
-
-    Examples
-    --------
-    >>> covers_all(3, 8), covers_all(3, 7), covers_all(64, 2**64)
-    (True, False, False)
-    """
-    return n < 64 and budget >= 2**n
-
-
-def design_rows(n: int, budget: int) -> int:
-    """Coalitions of a sampled design: the budget, or all ``2**n`` when it covers them."""
-    return 2**n if covers_all(n, budget) else budget
-
-
 def design_bytes(n: int, m: int) -> int:
     """The packed coalitions and the planner's index of them, for ``m`` coalitions."""
     words = math.ceil(n / 64) * WORD
     return m * (2 * words + INDEX_ENTRY)
 
 
-def solver_bytes(method: str, n: int, m: int, solver: str = "auto") -> int:
-    """The estimate phase's matrices for ``m`` coalitions of ``n`` players.
-
-    Regression methods on the normal equations keep bit sets (``n`` columns of about ``m / 64``
-    words plus one per weight group) and three ``n x n`` matrices while building the factor; on
-    the SVD, the ``m x n`` design, its thin factors and the ``n x m`` operator. Other sampling
-    methods hold an ``n x m`` operator. Exact enumeration holds the table only.
-    """
-    if method == "exact" or covers_all(n, m):
-        return m * FLOAT
-    regression = method in ("kernel", "kernel-wor", "leverage", "modified-l2")
-    normal = solver == "normal" or (solver == "auto" and n >= _core.CROSSOVER_PLAYERS)
-    if regression and normal and m + 1 >= n:
-        column_words = n * (m // 64 + n // 2 + 2) * WORD
-        return column_words + m * math.ceil(n / 64) * WORD + 3 * n * n * FLOAT
-    if regression:
-        rank = min(m, n)
-        return (3 * m * n + (m + n) * rank) * FLOAT
-    return 2 * m * n * FLOAT
-
-
 def planned_coalitions(method: str, n: int, budget: int) -> int:
-    """Coalitions a design of ``method`` plans for ``n`` players: all ``2**n`` for
-    ``"exact"``, else :func:`design_rows`.
+    """:func:`ferroshap._core.planned_coalitions` for any ``n`` (more players than
+    :data:`COUNT_CAP` are counted as that many: the estimate saturates all the same).
 
     Examples
     --------
-    >>> planned_coalitions("exact", 4, 2), planned_coalitions("leverage", 40, 500)
+    >>> planned_coalitions("exact", 4, 2), planned_coalitions("leverage", 2**70, 500)
     (16, 500)
     """
-    return 2**n if method == "exact" else design_rows(n, budget)
+    return _core.planned_coalitions(method, min(n, COUNT_CAP), budget)
 
 
 def sampling_estimate(
@@ -234,7 +200,7 @@ def sampling_estimate(
         phases={
             "query": {"masks": whole, **(query or {})},
             "estimate": {
-                "solver": designs * solver_bytes(method, n, m, solver),
+                "solver": designs * _core.solver_bytes(method, min(n, COUNT_CAP), m, solver),
                 "proxy training data": (
                     designs * (m * n + 2 * m * n * FLOAT) + PROXY_BYTES[0] + n * PROXY_BYTES[1]
                     if proxy
@@ -278,7 +244,6 @@ __all__ = [
     "Estimate",
     "available_memory",
     "check",
-    "covers_all",
     "exact_estimate",
     "planned_coalitions",
     "proxyspex_estimate",

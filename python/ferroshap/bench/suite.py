@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ferroshap._core import InvalidArgumentError
+from ferroshap._core import InvalidArgumentError, covers_all
 from ferroshap.bench.estimators import (
     available_estimators,
     check_estimators,
@@ -55,7 +55,6 @@ from ferroshap.bench.games import (
     tuning_svm_game,
 )
 from ferroshap.bench.harness import run_one
-from ferroshap.memory import covers_all
 
 __all__ = [
     "BACKGROUNDS",

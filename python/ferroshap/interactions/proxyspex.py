@@ -306,7 +306,7 @@ class ProxySPEX:
             grouped = read_groups(self.groups, names, n)
             game, n, names = grouped.game(game), grouped.n_players, grouped.names
         raw = RawGame(game, n, options=self.options)
-        if memory.covers_all(n, self.budget) and n <= _core.MAX_TABLE_PLAYERS:
+        if _core.covers_all(n, self.budget) and n <= _core.MAX_TABLE_PLAYERS:
             warnings.warn(
                 f"budget ≥ 2^n (budget={self.budget}, n={n}): computing exact interaction values "
                 "by enumeration",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ferroshap import _core, memory
+from ferroshap import _core
 from ferroshap.sampling import proxy_adjusted
 from ferroshap.sampling.odd_choice import ODD_BLEND, ODD_CHOICE, ODD_SPARSE, SMALL_CHOICE
 from ferroshap.sampling.proxy_adjusted import ODD_MSR, minimum_budget
@@ -98,7 +98,7 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
     >>> choose(30, 512).name, choose(30, 512, paired=False).name
     ('odd-choice', 'proxy-leverage')
     """
-    if n <= _core.MAX_EXACT_PLAYERS and memory.covers_all(n, budget):
+    if n <= _core.MAX_EXACT_PLAYERS and _core.covers_all(n, budget):
         return RECIPES["exact"]
     if n <= BORDER_MAX_PLAYERS and budget < BORDER_FACTOR * n:
         proxy_fits = paired and budget >= minimum_budget(n)

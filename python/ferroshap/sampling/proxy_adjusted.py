@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core, memory
+from ferroshap import _core
 from ferroshap._core import EMPTY_ROW, FIRST_SAMPLED_ROW, FULL_ROW, InvalidArgumentError
 from ferroshap.interactions.proxy import fit_adjustment_proxy, predict_proxy, proxy_spectrum
 from ferroshap.query.threads import in_threads
@@ -131,7 +131,7 @@ def resolve(method: str, n: int, budget: int) -> tuple[str, str | None]:
     if method not in PROXY_METHODS:
         return method, None
     minimum = minimum_budget(n)
-    if budget < minimum and not memory.covers_all(n, budget):
+    if budget < minimum and not _core.covers_all(n, budget):
         warnings.warn(
             f"budget={budget} is below the minimum {minimum} (max(4n, {2 * MIN_PAIRS + 2})) "
             f"that method={method!r} needs to fit its proxy; falling back to plain 'leverage'",

@@ -17,6 +17,22 @@ pub const FULL_ROW: usize = 1;
 /// coalitions start here.
 pub const FIRST_SAMPLED_ROW: usize = FULL_ROW + 1;
 
+/// The number of coalitions of `n` players, `2^n` (`u64::MAX` from 64 players on: no budget, a
+/// `u64`, covers them).
+pub fn coalition_count(n: usize) -> u64 {
+    if n < 64 {
+        1u64 << n
+    } else {
+        u64::MAX
+    }
+}
+
+/// Whether `budget` coalitions cover all `2^n` of `n` players, so that a design enumerates them
+/// (no budget covers 64 players or more).
+pub fn covers_all(n: usize, budget: u64) -> bool {
+    n < 64 && budget >= coalition_count(n)
+}
+
 /// Number of `u64` words that hold one coalition of `n_players`.
 pub fn words_for(n_players: usize) -> usize {
     n_players.div_ceil(64).max(1)
@@ -220,6 +236,14 @@ pub fn unrank_fits(n: usize, k: usize) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_budget_covers_every_coalition_only_below_64_players() {
+        assert_eq!(coalition_count(3), 8);
+        assert_eq!(coalition_count(64), u64::MAX);
+        assert!(covers_all(3, 8) && !covers_all(3, 7));
+        assert!(!covers_all(64, u64::MAX));
+    }
 
     #[test]
     fn row_ranges_expand_like_the_whole_matrix() {

@@ -6,7 +6,7 @@ use ferroshap_core::cancel::Cancel;
 use ferroshap_core::coalitions::{EMPTY_ROW, FIRST_SAMPLED_ROW, FULL_ROW};
 use ferroshap_core::sampling::regression::{Solver, CROSSOVER_PLAYERS};
 use ferroshap_core::sampling::uncertainty::horvitz_thompson_errors;
-use ferroshap_core::sampling::MAX_EXACT_PLAYERS;
+use ferroshap_core::sampling::{self, MAX_EXACT_PLAYERS};
 use ferroshap_core::{Design, Estimator, Method, PlanRequest};
 use numpy::{
     PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
@@ -247,6 +247,41 @@ fn plan(
     })
 }
 
+/// Whether `budget` coalitions cover all `2^n`; see `_core.pyi`.
+#[pyfunction]
+fn covers_all(n_players: usize, budget: u64) -> bool {
+    ferroshap_core::coalitions::covers_all(n_players, budget)
+}
+
+/// Coalitions a design of `method` holds; see `_core.pyi`.
+#[pyfunction]
+fn planned_coalitions(
+    py: Python<'_>,
+    method: &str,
+    n_players: usize,
+    budget: u64,
+) -> PyResult<u64> {
+    let method: Method = method.parse().map_err(|e| to_py_err(py, e))?;
+    Ok(sampling::planned_coalitions(method, n_players, budget))
+}
+
+/// Bytes of the estimate's matrices; see `_core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (method, n_players, coalitions, solver = "auto"))]
+fn solver_bytes(
+    py: Python<'_>,
+    method: &str,
+    n_players: usize,
+    coalitions: u64,
+    solver: &str,
+) -> PyResult<u64> {
+    let method: Method = method.parse().map_err(|e| to_py_err(py, e))?;
+    let solver: Solver = solver.parse().map_err(|e| to_py_err(py, e))?;
+    Ok(sampling::solver_bytes(
+        method, n_players, coalitions, solver,
+    ))
+}
+
 /// Adds the sampling engine's classes, functions and constants to `_core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let methods: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
@@ -259,5 +294,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FULL_ROW", FULL_ROW)?;
     m.add("FIRST_SAMPLED_ROW", FIRST_SAMPLED_ROW)?;
     m.add_class::<PyDesign>()?;
+    m.add_function(wrap_pyfunction!(covers_all, m)?)?;
+    m.add_function(wrap_pyfunction!(planned_coalitions, m)?)?;
+    m.add_function(wrap_pyfunction!(solver_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)
 }

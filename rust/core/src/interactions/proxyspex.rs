@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::cancel::Cancel;
-use crate::coalitions::{full_mask, words_for, CoalitionMatrix};
+use crate::coalitions::{coalition_count, full_mask, words_for, CoalitionMatrix};
 use crate::error::{CoreError, Result};
 use crate::interactions::function::{Basis, Key, SparseFunction};
 use crate::interactions::indices::to_basis;
@@ -45,7 +45,7 @@ pub fn plan_masks(
     if n == 0 {
         return Err(CoreError::invalid("n", "must be at least 1, got 0"));
     }
-    let total = if n < 64 { 1u64 << n } else { u64::MAX };
+    let total = coalition_count(n);
     if budget < 2 || budget > total {
         return Err(CoreError::invalid(
             "budget",

@@ -24,8 +24,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::cancel::Cancel;
-use crate::coalitions::{empty_mask, full_mask};
+use crate::coalitions::{coalition_count, covers_all, empty_mask, full_mask};
 use crate::error::{CoreError, Result};
+use crate::sampling::regression::Solver;
 pub use design::{Design, EstimatorKind, PermutationPath};
 pub use sizes::SizeDistribution;
 
@@ -80,6 +81,18 @@ impl Method {
     pub fn supports_pairing(self) -> bool {
         !matches!(self, Method::Permutation | Method::Exact)
     }
+
+    /// Whether the estimate is the projected weighted regression (the KernelSHAP family and
+    /// LeverageSHAP), solved by a [`Solver`].
+    pub fn is_regression(self) -> bool {
+        matches!(
+            self,
+            Method::Kernel
+                | Method::KernelWithoutReplacement
+                | Method::Leverage
+                | Method::ModifiedL2
+        )
+    }
 }
 
 impl fmt::Display for Method {
@@ -122,6 +135,46 @@ pub struct PlanRequest {
     pub paired: bool,
 }
 
+/// Coalitions a design of `method` holds for `n` players and `budget`: all `2^n` for
+/// [`Method::Exact`] or a budget that [`covers_all`] of them ([`coalition_count`]), else the
+/// budget.
+pub fn planned_coalitions(method: Method, n: usize, budget: u64) -> u64 {
+    if method == Method::Exact || covers_all(n, budget) {
+        coalition_count(n)
+    } else {
+        budget
+    }
+}
+
+/// Bytes of the estimate's matrices for `m` coalitions of `n` players (the memory estimate
+/// checked before planning; saturating at `u64::MAX`).
+///
+/// A regression on the normal equations keeps bit sets (`n` columns of about `m / 64` words
+/// plus one per weight group), the packed design and three `n × n` matrices while building its
+/// factor; on the SVD, the `m × n` design, its thin factors and the `n × m` operator. The other
+/// sampling methods hold an `n × m` operator; enumeration, the value table only.
+pub fn solver_bytes(method: Method, n: usize, m: u64, solver: Solver) -> u64 {
+    const FLOAT: u64 = 8;
+    const WORD: u64 = 8;
+    let n64 = n as u64;
+    let product = |terms: &[u64]| terms.iter().fold(1u64, |p, &t| p.saturating_mul(t));
+    if method == Method::Exact || covers_all(n, m) {
+        return m.saturating_mul(FLOAT);
+    }
+    if !method.is_regression() {
+        return product(&[2, m, n64, FLOAT]);
+    }
+    if solver.tries_normal(n) && m.saturating_add(1) >= n64 {
+        let column_words = product(&[n64, (m / 64).saturating_add(n64 / 2 + 2), WORD]);
+        let packed = product(&[m, n64.div_ceil(64), WORD]);
+        let matrices = product(&[3, n64, n64, FLOAT]);
+        return column_words.saturating_add(packed).saturating_add(matrices);
+    }
+    let rank = m.min(n64);
+    let factors = product(&[3, m, n64]).saturating_add(product(&[m.saturating_add(n64), rank]));
+    factors.saturating_mul(FLOAT)
+}
+
 /// Builds the design for `request`.
 ///
 /// Errors name the argument at fault: `n_players` of zero, `budget` below 2 (below `2n` for
@@ -147,8 +200,7 @@ pub fn plan_cancellable(request: PlanRequest, cancel: &Cancel) -> Result<Design>
     } else {
         request.budget
     };
-    let covers_all = n < 64 && budget >= 1u64 << n;
-    if method == Method::Exact || covers_all {
+    if method == Method::Exact || covers_all(n, budget) {
         if n > MAX_EXACT_PLAYERS {
             return Err(CoreError::invalid(
                 "budget",
@@ -271,4 +323,41 @@ fn validate(request: PlanRequest) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planned_coalitions_enumerate_where_the_budget_covers_them() {
+        assert_eq!(planned_coalitions(Method::Exact, 4, 2), 16);
+        assert_eq!(planned_coalitions(Method::Leverage, 4, 20), 16);
+        assert_eq!(planned_coalitions(Method::Leverage, 40, 500), 500);
+        assert_eq!(planned_coalitions(Method::Exact, 70, 2), u64::MAX);
+    }
+
+    #[test]
+    fn solver_bytes_follow_the_solver_and_saturate() {
+        // enumeration: the value table; the unbiased operator: n x m floats
+        assert_eq!(solver_bytes(Method::Leverage, 3, 8, Solver::Auto), 64);
+        assert_eq!(
+            solver_bytes(Method::Unbiased, 10, 100, Solver::Auto),
+            2 * 100 * 10 * 8
+        );
+        // the SVD below the crossover: design, thin factors, operator
+        let svd = (3 * 100 * 10 + (100 + 10) * 10) * 8;
+        assert_eq!(solver_bytes(Method::Kernel, 10, 100, Solver::Auto), svd);
+        // the normal equations from the crossover on (or when asked for)
+        let normal = 10 * (100 / 64 + 10 / 2 + 2) * 8 + 100 * 8 + 3 * 10 * 10 * 8;
+        assert_eq!(
+            solver_bytes(Method::Kernel, 10, 100, Solver::Normal),
+            normal
+        );
+        assert!(solver_bytes(Method::Leverage, 30, 100, Solver::Auto) < svd * 3);
+        assert_eq!(
+            solver_bytes(Method::Leverage, 1 << 40, u64::MAX / 2, Solver::Svd),
+            u64::MAX
+        );
+    }
 }

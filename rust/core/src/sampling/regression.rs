@@ -43,6 +43,16 @@ impl Solver {
             Self::Normal => "normal",
         }
     }
+
+    /// Whether this choice tries the normal equations for `n` players (they may still decline
+    /// an ill-conditioned design, which then goes to the SVD).
+    pub fn tries_normal(self, n: usize) -> bool {
+        match self {
+            Self::Svd => false,
+            Self::Normal => true,
+            Self::Auto => n >= CROSSOVER_PLAYERS,
+        }
+    }
 }
 
 impl FromStr for Solver {
@@ -84,12 +94,7 @@ impl RegressionFit {
     /// before and after its factorization).
     pub fn new(design: &Design, choice: Solver, cancel: &Cancel) -> Result<Self> {
         let proper = ProperRows::of(design)?;
-        let try_normal = match choice {
-            Solver::Svd => false,
-            Solver::Normal => true,
-            Solver::Auto => design.n_players >= CROSSOVER_PLAYERS,
-        };
-        let declined = if try_normal {
+        let declined = if choice.tries_normal(design.n_players) {
             match NormalSolver::new(design, proper.clone(), cancel) {
                 Ok(solver) => {
                     return Ok(Self {
