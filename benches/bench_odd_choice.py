@@ -26,7 +26,7 @@ from ferroshap.bench.metrics import mean_relative_squared_error
 from ferroshap.bench.suite import SUITE_GAMES
 from ferroshap.bench.timing import fix_threads
 from ferroshap.query.games import TabularGame
-from ferroshap.sampling.odd_choice import CANDIDATES, ODD_CHOICE
+from ferroshap.sampling.auto import CANDIDATES, ODD_CHOICE
 from ferroshap.sampling.proxy_adjusted import adjust
 
 ESTIMATORS = (*CANDIDATES, ODD_CHOICE)

@@ -11,8 +11,7 @@ import ferroshap as fs
 from conftest import all_masks
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.sampling import auto
-from ferroshap.sampling.odd_choice import CANDIDATES, SMALL_CANDIDATES, TREE_PROXY
-from ferroshap.sampling.proxy_adjusted import minimum_budget
+from ferroshap.sampling.auto import CANDIDATES, SMALL_CANDIDATES, TREE_PROXY, minimum_budget
 
 
 def order_two_game(n: int, seed: int = 0):

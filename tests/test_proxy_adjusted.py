@@ -11,8 +11,8 @@ import ferroshap as fs
 from ferroshap import InvalidArgumentError, InvalidTypeError
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.bench.metrics import relative_squared_error
-from ferroshap.sampling import odd_choice, proxy_adjusted
-from ferroshap.sampling.odd_choice import ODD_SPARSE
+from ferroshap.sampling import auto, proxy_adjusted
+from ferroshap.sampling.auto import ODD_SPARSE
 from ferroshap.sampling.proxy_adjusted import proportional_columns
 
 pytest.importorskip("lightgbm")
@@ -190,10 +190,8 @@ def shared_and_alone(method: str, values: np.ndarray, monkeypatch) -> tuple[Any,
     each column on its own, and how many proxies the first call fitted."""
     phi = DESIGN.estimate(values)
     fits = []
-    real_fit = odd_choice.fit_adjustment_proxy
-    monkeypatch.setattr(
-        odd_choice, "fit_adjustment_proxy", lambda m, t: fits.append(t) or real_fit(m, t)
-    )
+    real_fit = auto.fit_adjustment_proxy
+    monkeypatch.setattr(auto, "fit_adjustment_proxy", lambda m, t: fits.append(t) or real_fit(m, t))
     shared = proxy_adjusted.adjust(method, DESIGN, values, phi)
     count = len(fits)
     alone = np.concatenate(
@@ -246,8 +244,8 @@ def test_odd_choice_scores_at_most_holdout_columns(monkeypatch) -> None:
         lambda m, t, split: scored.append(t) or real_scores(m, t, split),
     )
     chosen, _, choice = proxy_adjusted.adjust_with_errors("odd-choice", DESIGN, values, phi)
-    assert len(scored) == odd_choice.HOLDOUT_COLUMNS == 4
-    assert choice is not None and choice.estimator in odd_choice.CANDIDATES
+    assert len(scored) == auto.HOLDOUT_COLUMNS == 4
+    assert choice is not None and choice.estimator in auto.CANDIDATES
     np.testing.assert_array_equal(
         chosen, proxy_adjusted.adjust(choice.estimator, DESIGN, values, phi)
     )

@@ -31,10 +31,9 @@ from ferroshap.interactions.exact import exact_interactions
 from ferroshap.interactions.proxyspex import ProxySPEX
 from ferroshap.results.explanation import Explanation
 from ferroshap.results.interactions import INDICES, Interactions
-from ferroshap.sampling.auto import AUTO
+from ferroshap.sampling.auto import AUTO, PROXY_METHODS
 from ferroshap.sampling.engine import shapley_values
 from ferroshap.sampling.explainer import Explainer
-from ferroshap.sampling.proxy_adjusted import PROXY_METHODS
 from ferroshap.sketch.sketch import FourierSketch, SequenceInteractions
 
 METHODS: list[str] = [AUTO, *_core.METHODS]

@@ -22,7 +22,8 @@ from ferroshap import _core
 from ferroshap.bench.peers import PEERS, Estimator, unavailable_reason
 from ferroshap.query.games import TabularGame
 from ferroshap.sampling import auto
-from ferroshap.sampling.proxy_adjusted import adjust, minimum_budget
+from ferroshap.sampling.auto import minimum_budget
+from ferroshap.sampling.proxy_adjusted import adjust
 
 __all__ = [
     "Estimator",

@@ -3,24 +3,135 @@
 The rule (:func:`choose`) sees the number of players ``n``, the budget and whether pairing is
 on, never timing: it picks a :class:`Recipe`, a design the compiled core plans, optionally
 followed by a proxy adjustment (:mod:`ferroshap.sampling.proxy_adjusted`). From the proxy's
-minimum budget on, that adjustment is ``"odd-choice"``: the candidate estimators are scored on
+minimum budget on, that adjustment is :data:`ODD_CHOICE`: the candidate estimators are scored on
 held-out coalition pairs of the design itself and the best one is kept, so the choice follows
 the game's own evidence and is reproducible bit for bit for a seed. See ``docs/auto.md``.
+
+The held-out choice: one fold of :data:`HOLDOUT_FOLDS` of the design's coalition pairs is held
+out, a proxy of the odd part is fitted on the rest for at most :data:`HOLDOUT_COLUMNS` explained
+columns, and each of :data:`CANDIDATES` is scored by its error on the held-out pairs
+(:func:`held_out_errors`); the winner then runs on every pair
+(:func:`ferroshap.sampling.proxy_adjusted.adjust_with_errors`). At small budgets (a few times
+``n``, few players) ``auto`` runs :data:`SMALL_CHOICE` instead: ``"odd-msr"`` or
+:data:`TREE_PROXY`, whichever predicts the odd part of held-out pairs better over all
+:data:`HOLDOUT_FOLDS` folds (:func:`small_budget_errors`). This module holds the rule, the
+recipes, the candidates' names, their surrogates from one column's proxy
+(:func:`candidate_fit`), the split and the scores.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
 
 from ferroshap import _core
-from ferroshap.sampling import proxy_adjusted
-from ferroshap.sampling.odd_choice import ODD_BLEND, ODD_CHOICE, ODD_SPARSE, SMALL_CHOICE
-from ferroshap.sampling.proxy_adjusted import ODD_MSR, minimum_budget
+from ferroshap.interactions.proxy import (
+    fit_adjustment_proxy,
+    fit_small_budget_proxy,
+    predict_proxy,
+    proxy_spectrum,
+    refit_odd,
+)
+from ferroshap.query.threads import in_threads
 
-__all__ = ["AUTO", "RECIPES", "Recipe", "choose", "resolve"]
+__all__ = [
+    "AUTO",
+    "CANDIDATES",
+    "HOLDOUT_COLUMNS",
+    "HOLDOUT_FOLDS",
+    "MIN_PAIRS",
+    "ODD_BLEND",
+    "ODD_CHOICE",
+    "ODD_MSR",
+    "ODD_SPARSE",
+    "PROXY_METHODS",
+    "RECIPES",
+    "SMALL_CANDIDATES",
+    "SMALL_CHOICE",
+    "TREE_PROXY",
+    "Choice",
+    "HoldOut",
+    "Recipe",
+    "candidate_fit",
+    "choose",
+    "fit_column_proxy",
+    "held_out_errors",
+    "minimum_budget",
+    "resolve",
+    "scored_columns",
+    "small_budget_errors",
+    "tree_proxy_values",
+]
 
 AUTO = "auto"
 """The method name that asks for the rule's choice."""
+
+ODD_SPARSE = "odd-sparse"
+"""The adjustment of :func:`~ferroshap.interactions.proxy.refit_odd` (used by
+``method="auto"``): like ``"proxy-leverage"``, with the proxy replaced by a least-squares refit
+of the odd part on the proxy's largest odd Fourier terms."""
+
+ODD_BLEND = "odd-blend"
+"""The mean of the ``"proxy-leverage"`` and :data:`ODD_SPARSE` estimates of one proxy (used by
+``method="auto"``): where one of them overfits the samples, the other's error rarely agrees."""
+
+ODD_CHOICE = "odd-choice"
+"""``method="auto"``'s choice among :data:`CANDIDATES` by their held-out error on the design's
+own coalitions (:func:`held_out_errors`); the estimator that won is reported by name."""
+
+CANDIDATES = ("proxy-leverage", ODD_SPARSE, ODD_BLEND)
+"""What :data:`ODD_CHOICE` chooses from, in the order that breaks ties."""
+
+TREE_PROXY = "tree-proxy"
+"""The exact Shapley values of a LightGBM proxy of the game itself, fitted on every sampled
+coalition with small leaves (:data:`~ferroshap.interactions.proxy.SMALL_BUDGET_PARAMS`), with
+no correction of what it misses (one of :data:`SMALL_CANDIDATES`)."""
+
+SMALL_CHOICE = "small-choice"
+"""``method="auto"``'s choice at small budgets between :data:`SMALL_CANDIDATES` by their
+held-out error on the odd part (:func:`small_budget_errors`); the one that won is reported."""
+
+SMALL_CANDIDATES = ("odd-msr", TREE_PROXY)
+"""What :data:`SMALL_CHOICE` chooses from, in the order that breaks ties: ``"odd-msr"`` (the
+design's regression plus Tree MSR of its odd residual, exact on games of order two or less)
+first."""
+
+HOLDOUT_FOLDS = 5
+""":data:`ODD_CHOICE` holds out one of this many folds of coalition pairs: the candidates are
+fitted on the other folds and scored on it."""
+
+HOLDOUT_COLUMNS = 4
+"""Most explained columns (rows x outputs) whose held-out errors :data:`ODD_CHOICE` pools into
+its one choice per design; the others are not scored (a held-out fit costs about as much as
+the column's own proxy). The suite's cells, on which the choice was checked, explain four rows
+each."""
+
+
+PROXY_METHODS = ("proxy-leverage", "tree-msr")
+"""Methods that adjust a LeverageSHAP design with a LightGBM proxy (not planned by the core)."""
+
+ODD_MSR = "odd-msr"
+"""Tree MSR of the regression's odd residual (used by ``method="auto"`` at small budgets):
+the design's estimate plus the Tree-MSR values of its odd residual game, so a game the
+regression fits exactly (order ≤ 2 with pairing) keeps its exact values."""
+
+MIN_PAIRS = 20
+"""Fewest sampled coalition pairs a proxy is fitted on (two leaves of ``min_data_in_leaf``)."""
+
+
+def minimum_budget(n: int) -> int:
+    """Smallest budget with a proxy: ``max(4 n, 2 MIN_PAIRS + 2)``.
+
+    Examples
+    --------
+    >>> minimum_budget(5), minimum_budget(30)
+    (42, 120)
+    """
+    return max(4 * n, 2 * MIN_PAIRS + 2)
 
 
 @dataclass(frozen=True)
@@ -68,7 +179,7 @@ BORDER_MAX_PLAYERS = 12
 
 BORDER_FACTOR = 6
 """... below ``budget = BORDER_FACTOR * n`` (``"small-choice"``, or ``"kernel-wor"`` below
-:func:`~ferroshap.sampling.proxy_adjusted.minimum_budget`); docs/auto.md, "The rule"."""
+:func:`minimum_budget`); docs/auto.md, "The rule"."""
 
 
 def choose(n: int, budget: int, paired: bool = True) -> Recipe:
@@ -78,11 +189,11 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
 
     1. ``budget >= 2**n`` (and ``n <= 24``): ``"exact"`` (full enumeration, no warning);
     2. ``n <= 12`` and ``budget < 6 n``: ``"small-choice"`` on a ``"kernel-wor"`` design when
-       the budget reaches :func:`~ferroshap.sampling.proxy_adjusted.minimum_budget` and
+       the budget reaches :func:`minimum_budget` and
        pairing is on (``"odd-msr"``, the design's regression adjusted by Tree MSR of its odd
        residual, or ``"tree-proxy"``, a proxy of the game itself, whichever predicts held-out
        pairs better), else ``"kernel-wor"`` (border sizes enumerated);
-    3. ``budget`` below :func:`~ferroshap.sampling.proxy_adjusted.minimum_budget` (too few pairs
+    3. ``budget`` below :func:`minimum_budget` (too few pairs
        to fit a proxy): ``"leverage"``;
     4. paired designs: ``"odd-choice"``, which keeps whichever of ``"proxy-leverage"``,
        ``"odd-sparse"`` and ``"odd-blend"`` predicts held-out coalition pairs of the design
@@ -110,7 +221,7 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
 
 def resolve(method: str, n: int, budget: int, paired: bool = True) -> Recipe:
     """The recipe a call with ``method`` runs: :func:`choose`'s for ``"auto"``; otherwise the
-    method itself (a proxy method through :func:`ferroshap.sampling.proxy_adjusted.resolve`,
+    method itself (a proxy method through :func:`_resolve_proxy`,
     which may fall back to ``"leverage"`` with a warning).
 
     Examples
@@ -122,5 +233,206 @@ def resolve(method: str, n: int, budget: int, paired: bool = True) -> Recipe:
     """
     if method == AUTO:
         return choose(n, budget, paired)
-    planned, proxy = proxy_adjusted.resolve(method, n, budget)
+    planned, proxy = _resolve_proxy(method, n, budget)
     return Recipe(proxy or planned, planned, proxy)
+
+
+def _resolve_proxy(method: str, n: int, budget: int) -> tuple[str, str | None]:
+    """The method the core plans and the proxy adjustment to apply (``None`` for none).
+
+    A proxy method plans ``"leverage"``. Below :func:`minimum_budget` (and short of ``2**n``,
+    where the design is exact anyway) it falls back to plain ``"leverage"`` with a
+    ``UserWarning`` naming the minimum.
+
+    """
+    if method not in PROXY_METHODS:
+        return method, None
+    minimum = minimum_budget(n)
+    if budget < minimum and not _core.covers_all(n, budget):
+        warnings.warn(
+            f"budget={budget} is below the minimum {minimum} (max(4n, {2 * MIN_PAIRS + 2})) "
+            f"that method={method!r} needs to fit its proxy; falling back to plain 'leverage'",
+            UserWarning,
+            stacklevel=3,
+        )
+        return "leverage", None
+    return "leverage", method
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What :data:`ODD_CHOICE` chose for one design.
+
+    Attributes
+    ----------
+    estimator : str
+        The candidate that won (one of :data:`CANDIDATES`).
+    held_out_errors : dict[str, float]
+        Each candidate's held-out error, averaged over the explained columns
+        (:func:`held_out_errors`).
+    """
+
+    estimator: str
+    held_out_errors: dict[str, float]
+
+
+def fit_column_proxy(masks: np.ndarray, target: np.ndarray) -> tuple[Any, _core.SparseFunction]:
+    """The proxy of one column's odd part ``target`` on every sampled coalition, and its exact
+    Fourier spectrum."""
+    booster = fit_adjustment_proxy(masks, target)
+    return booster, proxy_spectrum(booster, masks.shape[1])
+
+
+def candidate_fit(
+    name: str,
+    proxy: tuple[Any, _core.SparseFunction],
+    masks: np.ndarray,
+    target: np.ndarray,
+    one_per_pair: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Shapley values ``[n]`` and the values on ``masks`` ``[m]`` of candidate ``name``'s
+    surrogate (one of :data:`CANDIDATES`) of the odd part ``target``, from ``proxy`` (a
+    :func:`fit_column_proxy` of it); ``"odd-blend"``'s is the mean of the other two."""
+    booster, spectrum = proxy
+    if name == "proxy-leverage":
+        return spectrum.shapley_values(), predict_proxy(booster, masks)
+    surrogate = refit_odd(spectrum, masks, target, one_per_pair)
+    sparse = surrogate.shapley_values(), surrogate.evaluate(masks)
+    if name == ODD_SPARSE:
+        return sparse
+    phi_p, fit_p = spectrum.shapley_values(), predict_proxy(booster, masks)
+    return (phi_p + sparse[0]) / 2, (fit_p + sparse[1]) / 2
+
+
+def scored_columns(fitted_columns: np.ndarray) -> np.ndarray:
+    """The columns whose held-out errors :data:`ODD_CHOICE` pools: at most
+    :data:`HOLDOUT_COLUMNS` of ``fitted_columns``, evenly spread over them.
+
+    Examples
+    --------
+    >>> scored_columns(np.arange(3)).tolist(), scored_columns(np.arange(20)).tolist()
+    ([0, 1, 2], [0, 6, 13, 19])
+    """
+    if len(fitted_columns) <= HOLDOUT_COLUMNS:
+        return fitted_columns
+    spread = np.linspace(0, len(fitted_columns) - 1, HOLDOUT_COLUMNS).round().astype(int)
+    return fitted_columns[spread]
+
+
+@dataclass(frozen=True)
+class HoldOut:
+    """The coalitions :data:`ODD_CHOICE` holds out of one design (row indices into its masks).
+
+    Attributes
+    ----------
+    held_out : numpy.ndarray
+        One coalition of each held-out pair.
+    train : numpy.ndarray
+        Every coalition of the other pairs, ∅ and N included.
+    train_pairs : numpy.ndarray
+        One coalition of each training pair, as positions in ``train``.
+    """
+
+    held_out: np.ndarray
+    train: np.ndarray
+    train_pairs: np.ndarray
+
+    @classmethod
+    def of(cls, held_out: np.ndarray, one_per_pair: np.ndarray, complement: np.ndarray) -> HoldOut:
+        """The split that holds out the pairs of ``held_out`` (rows of ``one_per_pair``);
+        ``complement`` as :func:`complements` gives it. Every sampled coalition of a held-out
+        pair is left out of the fit (the odd part of a pair's two coalitions is one number)."""
+        left_out = np.zeros(len(complement), dtype=bool)
+        left_out[held_out] = True
+        partners = complement[held_out]
+        left_out[partners[partners >= 0]] = True  # a coalition whose complement was not sampled
+        position = np.cumsum(~left_out) - 1  # each kept row's position among the kept rows
+        kept = one_per_pair[~left_out[one_per_pair]]
+        return cls(held_out, np.flatnonzero(~left_out), position[kept])
+
+
+def held_out_errors(masks: np.ndarray, target: np.ndarray, split: HoldOut) -> np.ndarray:
+    """Each candidate's (:data:`CANDIDATES`, in order) mean squared error in predicting the odd
+    part ``target`` on the held-out coalitions of ``split``, fitted on its training pairs,
+    relative to the mean square of ``target`` there. A game whose odd part is all zero scores 0
+    everywhere.
+    """
+    train = masks[split.train]
+    booster = fit_adjustment_proxy(train, target[split.train])
+    spectrum = proxy_spectrum(booster, masks.shape[1])
+    sparse = refit_odd(spectrum, train, target[split.train], split.train_pairs)
+    held_out = split.held_out
+    y = target[held_out]
+    proxy, refit = predict_proxy(booster, masks[held_out]), sparse.evaluate(masks[held_out])
+    errors = [np.mean((y - f) ** 2) for f in (proxy, refit, (proxy + refit) / 2)]
+    return np.array(errors) / max(float(np.mean(y**2)), np.finfo(float).tiny)
+
+
+def tree_proxy_values(masks: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """:data:`TREE_PROXY`'s Shapley values ``[R, n]``: those of a proxy
+    (:func:`~ferroshap.interactions.proxy.fit_small_budget_proxy`) fitted to each column of
+    ``values`` ``[m, R]`` on every sampled coalition. They need not sum to ``v(N) - v(empty)``:
+    :func:`~ferroshap.sampling.proxy_adjusted.adjust_with_errors` restores that for every
+    estimator."""
+    n = masks.shape[1]
+    fits = in_threads(
+        [partial(fit_small_budget_proxy, masks, values[:, j]) for j in range(values.shape[1])]
+    )
+    return np.stack([proxy_spectrum(booster, n).shapley_values() for booster in fits])
+
+
+def small_budget_errors(
+    masks: np.ndarray,
+    values: np.ndarray,
+    odd: np.ndarray,
+    phi: np.ndarray,
+    complement: np.ndarray,
+    folds: np.ndarray,
+) -> np.ndarray:
+    """Each of :data:`SMALL_CANDIDATES`' squared error in predicting the odd part
+    ``(v(S) - v(N minus S)) / 2`` of every sampled pair from fits on the other folds' pairs
+    (``folds`` as :func:`~ferroshap.sampling.proxy_adjusted.complements` and its folds give
+    them), summed over the folds and :func:`scored_columns`, relative to the odd part's sum of
+    squares. ``"odd-msr"`` predicts it by the regression ``phi`` ``[R, n]`` plus a proxy of the
+    odd residual ``odd`` ``[m, R]``, :data:`TREE_PROXY` by the odd part of its proxy. ``phi``
+    is the regression on every pair, held-out ones included, which can only flatter
+    ``"odd-msr"``, the incumbent."""
+    one_per_pair = np.flatnonzero(complement > np.arange(len(masks)))
+    columns = scored_columns(np.arange(values.shape[1]))
+    calls = []
+    for fold in range(int(folds.max()) + 1):
+        held_out = one_per_pair[folds[one_per_pair] == fold]
+        if len(held_out) == 0:
+            continue
+        train = np.ones(len(masks), dtype=bool)
+        train[held_out] = train[complement[held_out]] = False
+        calls += [
+            partial(
+                _fold_errors, masks, train, held_out, complement, values[:, j], odd[:, j], phi[j]
+            )
+            for j in columns
+        ]
+    sums = np.sum(in_threads(calls), axis=0)
+    return sums[:2] / max(float(sums[2]), np.finfo(float).tiny)
+
+
+def _fold_errors(
+    masks: np.ndarray,
+    train: np.ndarray,
+    held_out: np.ndarray,
+    complement: np.ndarray,
+    v: np.ndarray,
+    odd: np.ndarray,
+    phi: np.ndarray,
+) -> list[float]:
+    """:func:`small_budget_errors`' squared errors of each candidate on one fold and column,
+    and the held-out odd part's sum of squares."""
+    partners = complement[held_out]
+    y = (v[held_out] - v[partners]) / 2
+    linear = masks[held_out] @ phi - phi.sum() / 2
+    odd_msr = linear + predict_proxy(
+        fit_adjustment_proxy(masks[train], odd[train]), masks[held_out]
+    )
+    booster = fit_small_budget_proxy(masks[train], v[train])
+    tree = (predict_proxy(booster, masks[held_out]) - predict_proxy(booster, masks[partners])) / 2
+    return [float(np.sum((y - odd_msr) ** 2)), float(np.sum((y - tree) ** 2)), float(y @ y)]

@@ -27,9 +27,8 @@ from ferroshap.query.games import RawGame, TabularGame, apply_link
 from ferroshap.query.inputs import DesignMasks
 from ferroshap.query.loop import QueryOptions
 from ferroshap.query.threads import check_n_jobs, limited
-from ferroshap.sampling.auto import AUTO, Recipe, resolve
-from ferroshap.sampling.odd_choice import Choice
-from ferroshap.sampling.proxy_adjusted import PROXY_METHODS, adjust_with_errors, check_cross_fit
+from ferroshap.sampling.auto import AUTO, PROXY_METHODS, Choice, Recipe, resolve
+from ferroshap.sampling.proxy_adjusted import adjust_with_errors, check_cross_fit
 from ferroshap.validation import (
     BUDGET_LIMIT,
     Seed,
@@ -283,7 +282,7 @@ def estimate_values(
     (a method of :data:`PROXY_METHODS` or an ``auto`` adjustment) if given, functions computing
     their standard errors (``[R, n]`` per design, see ``docs/standard-errors.md``: computed when
     read, as they cost several times the estimate), and per design the
-    :class:`~ferroshap.sampling.odd_choice.Choice` of ``"odd-choice"`` or ``"small-choice"``
+    :class:`~ferroshap.sampling.auto.Choice` of ``"odd-choice"`` or ``"small-choice"``
     (else ``None``); warn on rank deficiency.
 
     A column whose values are all equal (a game constant on every evaluated coalition) gets

@@ -16,7 +16,7 @@ Shapley values come from its trees through the compiled tree -> Fourier path
     estimate.
 ``"odd-sparse"`` (:data:`ODD_SPARSE`, chosen by ``method="auto"`` only)
     As ``"proxy-leverage"``, with ``f`` the least-squares refit of the odd part on the proxy's
-    largest odd Fourier terms (:func:`ferroshap.sampling.odd_sparse.refit_odd`).
+    largest odd Fourier terms (:func:`ferroshap.interactions.proxy.refit_odd`).
 ``"odd-blend"`` (:data:`ODD_BLEND`, ``method="auto"`` only)
     The mean of the ``"proxy-leverage"`` and ``"odd-sparse"`` estimates (one proxy serves both).
 ``"odd-choice"`` (:data:`ODD_CHOICE`, what ``method="auto"`` runs from the proxy's minimum budget)
@@ -25,7 +25,7 @@ Shapley values come from its trees through the compiled tree -> Fourier path
 ``"small-choice"`` (:data:`SMALL_CHOICE`, ``method="auto"`` at small budgets)
     ``"odd-msr"`` (:data:`ODD_MSR`) or ``"tree-proxy"`` (:data:`TREE_PROXY`: the Shapley values
     of a proxy of the game itself), whichever predicts the odd part of held-out pairs better
-    over five folds (:func:`~ferroshap.sampling.odd_choice.small_budget_errors`).
+    over five folds (:func:`~ferroshap.sampling.auto.small_budget_errors`).
 ``"tree-msr"``
     Tree MSR (Witter, Liu, Musco 2025) as published: ``f`` fitted to ``v`` on the same samples,
     plus the Horvitz-Thompson (maximum sample reuse) estimate of the residual game with the
@@ -38,7 +38,6 @@ Shapley values come from its trees through the compiled tree -> Fourier path
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -49,12 +48,14 @@ from ferroshap import _core
 from ferroshap._core import EMPTY_ROW, FIRST_SAMPLED_ROW, FULL_ROW, InvalidArgumentError
 from ferroshap.interactions.proxy import fit_adjustment_proxy, predict_proxy, proxy_spectrum
 from ferroshap.query.threads import in_threads
-from ferroshap.sampling.odd_choice import (
+from ferroshap.sampling.auto import (
     CANDIDATES,
     HOLDOUT_FOLDS,
     ODD_BLEND,
     ODD_CHOICE,
+    ODD_MSR,
     ODD_SPARSE,
+    PROXY_METHODS,
     SMALL_CANDIDATES,
     SMALL_CHOICE,
     TREE_PROXY,
@@ -70,27 +71,14 @@ from ferroshap.sampling.odd_choice import (
 from ferroshap.validation import check_int
 
 __all__ = [
-    "MIN_PAIRS",
-    "ODD_MSR",
     "PROPORTIONAL_TOLERANCE",
-    "PROXY_METHODS",
     "adjust",
     "adjust_with_errors",
     "check_cross_fit",
     "complements",
-    "minimum_budget",
     "odd_residual",
     "proportional_columns",
-    "resolve",
 ]
-
-PROXY_METHODS = ("proxy-leverage", "tree-msr")
-"""Methods that adjust a LeverageSHAP design with a LightGBM proxy (not planned by the core)."""
-
-ODD_MSR = "odd-msr"
-"""Tree MSR of the regression's odd residual (used by ``method="auto"`` at small budgets):
-the design's estimate plus the Tree-MSR values of its odd residual game, so a game the
-regression fits exactly (order ≤ 2 with pairing) keeps its exact values."""
 
 PROPORTIONAL_TOLERANCE = 4.0 * float(np.finfo(np.float32).eps)
 """Distance, relative to the size of the game's values, below which one output's odd residual
@@ -98,48 +86,6 @@ counts as a multiple of another's (:func:`proportional_columns`): float32's reso
 a binary classifier computed in float32 (XGBoost, PyTorch), whose two probabilities sum to one
 only to ~6e-8, shares one proxy between them as one computed in float64 does. What a shared
 proxy can change in the values is bounded by the same distance (~5e-7 of the values' size)."""
-
-MIN_PAIRS = 20
-"""Fewest sampled coalition pairs a proxy is fitted on (two leaves of ``min_data_in_leaf``)."""
-
-
-def minimum_budget(n: int) -> int:
-    """Smallest budget with a proxy: ``max(4 n, 2 MIN_PAIRS + 2)``.
-
-    Examples
-    --------
-    >>> minimum_budget(5), minimum_budget(30)
-    (42, 120)
-    """
-    return max(4 * n, 2 * MIN_PAIRS + 2)
-
-
-def resolve(method: str, n: int, budget: int) -> tuple[str, str | None]:
-    """The method the core plans and the proxy adjustment to apply (``None`` for none).
-
-    A proxy method plans ``"leverage"``. Below :func:`minimum_budget` (and short of ``2**n``,
-    where the design is exact anyway) it falls back to plain ``"leverage"`` with a
-    ``UserWarning`` naming the minimum.
-
-    Examples
-    --------
-    >>> resolve("proxy-leverage", 10, 256)
-    ('leverage', 'proxy-leverage')
-    >>> resolve("kernel", 10, 256)
-    ('kernel', None)
-    """
-    if method not in PROXY_METHODS:
-        return method, None
-    minimum = minimum_budget(n)
-    if budget < minimum and not _core.covers_all(n, budget):
-        warnings.warn(
-            f"budget={budget} is below the minimum {minimum} (max(4n, {2 * MIN_PAIRS + 2})) "
-            f"that method={method!r} needs to fit its proxy; falling back to plain 'leverage'",
-            UserWarning,
-            stacklevel=3,
-        )
-        return "leverage", None
-    return "leverage", method
 
 
 def check_cross_fit(cross_fit: Any, method: str) -> int | None:
@@ -327,7 +273,7 @@ def held_out_scaled_errors(
 ) -> np.ndarray:
     """:func:`scaled_errors` by the root of candidate ``candidate``'s (an index into
     :data:`CANDIDATES`) held-out error, pooled over the columns that ``scores`` (calls of
-    :func:`~ferroshap.sampling.odd_choice.held_out_errors`) score."""
+    :func:`~ferroshap.sampling.auto.held_out_errors`) score."""
     pooled = np.mean(in_threads(scores), axis=0)
     return scaled_errors(design, values, float(pooled[candidate]))
 
