@@ -58,9 +58,9 @@ touch."""
 
 PROXY_BYTES = (16 * 2**20, 64 * 2**10)
 """What LightGBM holds while fitting a proxy (``proxy-leverage``, ``tree-msr``, ``odd-*``)
-besides its training data, as a fixed part and a part per player: with 200 rounds, the
-measured peaks exceed the rest of the estimate by 0 to 13 MiB at 20 to 500 players
-(tests/test_memory_estimates.py)."""
+besides its training data, as a fixed part and a part per player: with 200 rounds (more than
+the 120 it runs now), the measured peaks exceed the rest of the estimate by 0 to 13 MiB at 20 to
+500 players (tests/test_memory_estimates.py)."""
 
 COUNT_CAP = 2**64 - 1
 """Largest count the core's estimates take (a u64); they saturate there, far past any

@@ -66,7 +66,7 @@ ADJUSTMENT_PARAMS: dict[str, Any] = {
     **DEFAULT_PROXY_PARAMS,
     "max_depth": -1,
     "num_leaves": 15,
-    "learning_rate": 0.2,
+    "learning_rate": 0.3,
     "num_threads": 1,
     "seed": 0,
 }
@@ -84,7 +84,7 @@ SMALL_BUDGET_PARAMS: dict[str, Any] = {**ADJUSTMENT_PARAMS, "min_data_in_leaf": 
 itself that ``method="auto"`` weighs at budgets of a few times ``n`` (``"tree-proxy"``, see
 :mod:`ferroshap.sampling.auto`), where leaves of ten leave a tree game's proxy too coarse."""
 
-ADJUSTMENT_ROUNDS = 200
+ADJUSTMENT_ROUNDS = 120
 """Boosting rounds of the proxy-adjusted estimators' proxy (no early stopping)."""
 
 BASE_LEARNING_RATE = 0.1
