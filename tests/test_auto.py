@@ -11,7 +11,15 @@ import ferroshap as fs
 from conftest import all_masks
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.sampling import auto
-from ferroshap.sampling.auto import CANDIDATES, SMALL_CANDIDATES, TREE_PROXY, minimum_budget
+from ferroshap.sampling.auto import (
+    CANDIDATES,
+    ODD_MSR,
+    SMALL_BLEND,
+    SMALL_CANDIDATES,
+    TREE_PROXY,
+    minimum_budget,
+)
+from ferroshap.sampling.proxy_adjusted import adjust
 
 
 def order_two_game(n: int, seed: int = 0):
@@ -267,7 +275,7 @@ def test_the_choice_is_the_best_held_out_candidate_and_reproducible() -> None:
 
 def test_the_small_budget_choice_reports_its_winner_and_queries_only_the_budget() -> None:
     # three unanimity games of order 3-4 at n = 10, budget 5n: a tree proxy of the game itself
-    # predicts held-out pairs better than the regression's Tree-MSR correction
+    # predicts held-out pairs better than the regression's Tree-MSR correction or their mean
     n, units = 10, [([0, 1, 2, 3], 3.0), ([4, 5, 6], 2.0), ([2, 7, 8], -1.5)]
 
     def game(z: np.ndarray) -> np.ndarray:
@@ -286,7 +294,20 @@ def test_the_small_budget_choice_reports_its_winner_and_queries_only_the_budget(
     assert np.array_equal(first.values, again.values)
     (scores,) = first.diagnostics["held_out_errors"]
     assert list(scores) == list(SMALL_CANDIDATES) and first.estimator == TREE_PROXY
-    assert scores[TREE_PROXY] < scores["odd-msr"]
+    assert first.estimator == min(scores, key=scores.get)
     assert np.allclose(first.values.sum(1), sum(weight for _, weight in units))
     assert first.standard_errors.shape == first.values.shape
     assert np.all(first.standard_errors > 0)
+
+
+def test_the_small_budget_blend_is_the_mean_of_its_two_estimates() -> None:
+    n = 8
+    game = SumOfUnanimity.random(n, 6, 4, seed=5)
+    design = fs._core.plan("kernel-wor", n, 5 * n, 1)
+    values = np.ascontiguousarray(game(design.masks())[:, None], dtype=np.float64)
+    phi = design.estimate(values)
+    blend, of_msr, of_tree = (
+        adjust(m, design, values, phi) for m in (SMALL_BLEND, ODD_MSR, TREE_PROXY)
+    )
+    assert np.allclose(blend, (of_msr + of_tree) / 2, rtol=0, atol=1e-12)
+    assert np.isclose(blend.sum(), values[fs._core.FULL_ROW, 0] - values[fs._core.EMPTY_ROW, 0])

@@ -12,10 +12,10 @@ out, a proxy of the odd part is fitted on the rest for at most :data:`HOLDOUT_CO
 columns, and each of :data:`CANDIDATES` is scored by its error on the held-out pairs
 (:func:`held_out_errors`); the winner then runs on every pair
 (:func:`ferroshap.sampling.proxy_adjusted.adjust_with_errors`). At small budgets (a few times
-``n``, few players) ``auto`` runs :data:`SMALL_CHOICE` instead: ``"odd-msr"`` or
-:data:`TREE_PROXY`, whichever predicts the odd part of held-out pairs better over all
-:data:`HOLDOUT_FOLDS` folds (:func:`small_budget_errors`). This module holds the rule, the
-recipes, the candidates' names, their surrogates from one column's proxy
+``n``, few players) ``auto`` runs :data:`SMALL_CHOICE` instead: ``"odd-msr"``,
+:data:`TREE_PROXY` or their mean :data:`SMALL_BLEND`, whichever predicts the odd part of
+held-out pairs best over all :data:`HOLDOUT_FOLDS` folds (:func:`small_budget_errors`). This
+module holds the rule, the recipes, the candidates' names, their surrogates from one column's proxy
 (:func:`candidate_fit`), the split and the scores.
 """
 
@@ -50,6 +50,7 @@ __all__ = [
     "ODD_SPARSE",
     "PROXY_METHODS",
     "RECIPES",
+    "SMALL_BLEND",
     "SMALL_CANDIDATES",
     "SMALL_CHOICE",
     "TREE_PROXY",
@@ -95,7 +96,12 @@ SMALL_CHOICE = "small-choice"
 """``method="auto"``'s choice at small budgets between :data:`SMALL_CANDIDATES` by their
 held-out error on the odd part (:func:`small_budget_errors`); the one that won is reported."""
 
-SMALL_CANDIDATES = ("odd-msr", TREE_PROXY)
+SMALL_BLEND = "msr-tree-blend"
+"""The mean of the ``"odd-msr"`` and :data:`TREE_PROXY` estimates (one of
+:data:`SMALL_CANDIDATES`): the regression's correction and the game's own proxy err in different
+ways, so their mean is often better than either (docs/auto.md)."""
+
+SMALL_CANDIDATES = ("odd-msr", TREE_PROXY, SMALL_BLEND)
 """What :data:`SMALL_CHOICE` chooses from, in the order that breaks ties: ``"odd-msr"`` (the
 design's regression plus Tree MSR of its odd residual, exact on games of order two or less)
 first."""
@@ -394,9 +400,9 @@ def small_budget_errors(
     (``folds`` as :func:`~ferroshap.sampling.proxy_adjusted.complements` and its folds give
     them), summed over the folds and :func:`scored_columns`, relative to the odd part's sum of
     squares. ``"odd-msr"`` predicts it by the regression ``phi`` ``[R, n]`` plus a proxy of the
-    odd residual ``odd`` ``[m, R]``, :data:`TREE_PROXY` by the odd part of its proxy. ``phi``
-    is the regression on every pair, held-out ones included, which can only flatter
-    ``"odd-msr"``, the incumbent."""
+    odd residual ``odd`` ``[m, R]``, :data:`TREE_PROXY` by the odd part of its proxy,
+    :data:`SMALL_BLEND` by the mean of the two. ``phi`` is the regression on every pair,
+    held-out ones included, which can only flatter ``"odd-msr"``, the incumbent."""
     one_per_pair = np.flatnonzero(complement > np.arange(len(masks)))
     columns = scored_columns(np.arange(values.shape[1]))
     calls = []
@@ -413,7 +419,7 @@ def small_budget_errors(
             for j in columns
         ]
     sums = np.sum(in_threads(calls), axis=0)
-    return sums[:2] / max(float(sums[2]), np.finfo(float).tiny)
+    return sums[:-1] / max(float(sums[-1]), np.finfo(float).tiny)
 
 
 def _fold_errors(
@@ -435,4 +441,5 @@ def _fold_errors(
     )
     booster = fit_small_budget_proxy(masks[train], v[train])
     tree = (predict_proxy(booster, masks[held_out]) - predict_proxy(booster, masks[partners])) / 2
-    return [float(np.sum((y - odd_msr) ** 2)), float(np.sum((y - tree) ** 2)), float(y @ y)]
+    blend = (odd_msr + tree) / 2
+    return [*(float(np.sum((y - f) ** 2)) for f in (odd_msr, tree, blend)), float(y @ y)]

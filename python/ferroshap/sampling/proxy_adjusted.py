@@ -23,9 +23,10 @@ Shapley values come from its trees through the compiled tree -> Fourier path
     Whichever of ``"proxy-leverage"``, ``"odd-sparse"`` and ``"odd-blend"`` predicts held-out
     coalitions best (:func:`held_out_errors`); no extra model queries.
 ``"small-choice"`` (:data:`SMALL_CHOICE`, ``method="auto"`` at small budgets)
-    ``"odd-msr"`` (:data:`ODD_MSR`) or ``"tree-proxy"`` (:data:`TREE_PROXY`: the Shapley values
-    of a proxy of the game itself), whichever predicts the odd part of held-out pairs better
-    over five folds (:func:`~ferroshap.sampling.auto.small_budget_errors`).
+    ``"odd-msr"`` (:data:`ODD_MSR`), ``"tree-proxy"`` (:data:`TREE_PROXY`: the Shapley values
+    of a proxy of the game itself) or their mean (:data:`SMALL_BLEND`), whichever predicts
+    the odd part of held-out pairs best over five folds
+    (:func:`~ferroshap.sampling.auto.small_budget_errors`).
 ``"tree-msr"``
     Tree MSR (Witter, Liu, Musco 2025) as published: ``f`` fitted to ``v`` on the same samples,
     plus the Horvitz-Thompson (maximum sample reuse) estimate of the residual game with the
@@ -56,6 +57,7 @@ from ferroshap.sampling.auto import (
     ODD_MSR,
     ODD_SPARSE,
     PROXY_METHODS,
+    SMALL_BLEND,
     SMALL_CANDIDATES,
     SMALL_CHOICE,
     TREE_PROXY,
@@ -165,7 +167,7 @@ def adjust_with_errors(
     fold = _folds(complement, HOLDOUT_FOLDS, design.seed, design.stream)
     split = HoldOut.of(one_per_pair[fold[one_per_pair] == 0], one_per_pair, complement)
     odd = None  # the regression's odd residual, for the estimators that correct it
-    if method in (*CANDIDATES, ODD_CHOICE, ODD_MSR, SMALL_CHOICE):
+    if method in (*CANDIDATES, ODD_CHOICE, ODD_MSR, SMALL_CHOICE, SMALL_BLEND):
         odd = odd_residual(masks, complement, values, phi)
     if method == SMALL_CHOICE:  # the candidate that wins runs below, as if asked for
         small = small_budget_errors(masks, values, odd, phi, complement, fold)
@@ -208,14 +210,16 @@ def adjust_with_errors(
         out = phi + phi_f - design.estimate(np.ascontiguousarray(fitted))
     elif method == TREE_PROXY:
         out = tree_proxy_values(masks, values)
-    elif method in (ODD_MSR, "tree-msr"):
-        of_odd = method == ODD_MSR
+    elif method in (ODD_MSR, "tree-msr", SMALL_BLEND):
+        of_odd = method != "tree-msr"
         target = odd if of_odd else values
         folds = _folds(complement, 1 if of_odd else cross_fit or 1, design.seed, design.stream)
         weights = _msr_weights(masks)
         fits = [_tree_msr(masks, target[:, j], folds, weights) for j in range(values.shape[1])]
         out = np.stack([estimate for estimate, _ in fits]) + (phi if of_odd else 0.0)
         residuals = np.stack([residual for _, residual in fits], axis=1)
+        if method == SMALL_BLEND:
+            out = (out + tree_proxy_values(masks, values)) / 2
     else:
         valid = (*PROXY_METHODS, ODD_SPARSE, ODD_BLEND, ODD_CHOICE, ODD_MSR, SMALL_CHOICE)
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
@@ -223,6 +227,13 @@ def adjust_with_errors(
         errors = partial(design.horvitz_thompson_errors, np.ascontiguousarray(residuals))
         if cross_fit is None:  # in-sample residuals, too small: those of a cross-fit instead
             errors = partial(cross_fitted_errors, design, masks, values, fold, weights)
+    elif choice is not None and method == SMALL_BLEND:
+        # "odd-msr" reports the plain regression's standard errors; the mean of it and
+        # "tree-proxy" reports them scaled by the root of its held-out error relative to
+        # "odd-msr"'s (scaled by its own held-out error they were too small: 76 % coverage).
+        held_out = choice.held_out_errors
+        relative = held_out[SMALL_BLEND] / max(held_out[ODD_MSR], np.finfo(float).tiny)
+        errors = partial(scaled_errors, design, values, relative)
     elif choice is not None and method != ODD_MSR:
         # The winner's surrogate left this share of the odd part's mean square unexplained on
         # pairs it did not see: the plain regression's standard errors, scaled by its root,
