@@ -178,15 +178,18 @@ def model_alone_task(model: Model, background: np.ndarray, X: np.ndarray, budget
 
 
 def measure(tasks: Sequence[Task], rounds: int) -> list[dict]:
-    """Run every task once per round, interleaved, so that drifts in machine load hit all alike.
+    """Run every task once per round, interleaved, so that drifts in machine load hit all alike,
+    the order rotated by one each round, so that no task always runs after the same one (a peer
+    that churns memory slows whichever task follows it).
 
     One record per task: the fastest run (the headline, timeit's convention, as the machine may
     be shared), the median, seconds per row, the model seconds of the fastest run, and every
     run's seconds (``run_seconds``, ``run_model_seconds``) for per-round ratios.
     """
     runs: dict[str, list[tuple[float, float]]] = {task.name: [] for task in tasks}
-    for _ in range(rounds):
-        for task in tasks:
+    for round_ in range(rounds):
+        shift = round_ % len(tasks)
+        for task in [*tasks[shift:], *tasks[:shift]]:
             runs[task.name].append(task.run())
     records = []
     for task in tasks:

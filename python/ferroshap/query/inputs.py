@@ -18,7 +18,7 @@ import numpy as np
 
 from ferroshap import _core
 from ferroshap.query.backend import ArrayBackend
-from ferroshap.query.threads import within_limit, workers
+from ferroshap.query.threads import bound_to, workers
 
 __all__ = ["DesignMasks", "DeviceInputs", "HostInputs", "Masks", "whole"]
 
@@ -106,7 +106,8 @@ class HostInputs:
     @contextmanager
     def ahead(self) -> Iterator[None]:
         """Within the block, each chunk the compiled core fills has its successor (same size)
-        filled on a helper thread, within the caller's ``n_jobs`` limit; nothing runs ahead
+        filled on a helper thread, with one worker fewer than the caller's ``n_jobs`` limit
+        allows (the model has the other); nothing runs ahead
         with a single worker, nor for what NumPy fills. The block waits for that thread."""
         if self.dtype not in _COMPILED_DTYPES or workers() < 2:
             yield
@@ -132,7 +133,8 @@ class HostInputs:
         self._slot = 1 - self._slot
         following = (stop, min(self._n_pairs, 2 * stop - start))
         if following[0] < following[1]:
-            fill = within_limit(partial(self._fill, self._slot, *following))
+            # the model runs on this thread meanwhile: the fill leaves it one of the workers
+            fill = bound_to(workers() - 1, partial(self._fill, self._slot, *following))
             self._next = (following, self._pool.submit(fill))
         return batch
 

@@ -18,6 +18,7 @@ from ferroshap.validation import check_int
 __all__ = [
     "SIGNAL_POLL_SECONDS",
     "available_cpus",
+    "bound_to",
     "check_n_jobs",
     "in_threads",
     "limited",
@@ -110,7 +111,13 @@ def in_threads(calls: Sequence[Callable[[], T]]) -> list[T]:
 def within_limit(call: Callable[[], T]) -> Callable[[], T]:
     """``call``, bound to the current ``n_jobs`` limit (:func:`limited`): run later, outside the
     block (a result's standard errors, computed when first read), it keeps that limit."""
-    return partial(_within, _LIMIT.get(), call)
+    return bound_to(_LIMIT.get(), call)
+
+
+def bound_to(limit: int | None, call: Callable[[], T]) -> Callable[[], T]:
+    """``call``, to run within ``limit`` threads (:func:`limited`; ``None``: every available
+    CPU) on whichever thread runs it."""
+    return partial(_within, limit, call)
 
 
 def _within(limit: int | None, call: Callable[[], T]) -> T:
