@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import sys
 from typing import Any
 
@@ -352,3 +353,27 @@ def test_null_players_in_frames_and_groups() -> None:
     ex = fs.Explainer(lambda z: z @ np.array([1.0, 2.0, 3.0]), numeric, budget=8, seed=0)(row)
     np.testing.assert_allclose(ex.values[0], [0.0, 3.0, 3.0], atol=1e-12)
     assert ex.values[0, 0] == 0.0
+
+
+def _nonlinear(z: np.ndarray) -> np.ndarray:
+    """A model that pickles (defined at module level)."""
+    return np.tanh(z.sum(axis=1)) + z[:, 0] * z[:, 1]
+
+
+def test_a_second_call_reuses_the_design_and_its_values() -> None:
+    # the same seed plans the same design: it is kept, with its estimator, for the next calls
+    rng = np.random.default_rng(3)
+    background, X, model = rng.normal(size=(5, 12)), rng.normal(size=(3, 12)), _nonlinear
+    explainer = fs.Explainer(model, background, method="leverage", budget=256, seed=4)
+    first = explainer(X[:3])
+    (kept,) = explainer._designs._kept.values()
+    again = explainer(X[:3])
+    assert explainer._designs._kept[next(iter(explainer._designs._kept))] is kept
+    fresh = fs.Explainer(model, background, method="leverage", budget=256, seed=4)(X[:3])
+    assert np.array_equal(first.values, again.values)
+    assert np.array_equal(first.values, fresh.values)
+    explainer.budget = 300  # a changed setting plans again
+    assert not np.array_equal(explainer(X[:3]).values, first.values)
+    clone = pickle.loads(pickle.dumps(explainer))
+    assert clone._designs._kept == {}
+    assert np.array_equal(clone(X[:3]).values, explainer(X[:3]).values)

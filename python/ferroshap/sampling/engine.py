@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -41,7 +41,11 @@ from ferroshap.validation import (
 )
 
 __all__ = [
+    "KEPT_BYTES",
+    "KEPT_DESIGNS",
+    "DesignKey",
     "NullPlayers",
+    "PlannedDesigns",
     "Ran",
     "check_budget",
     "check_method",
@@ -55,6 +59,7 @@ __all__ = [
     "linked",
     "plan_design",
     "shapley_values",
+    "warn_if_exact",
 ]
 
 
@@ -263,13 +268,70 @@ def plan_design(
     """Plan one design per stream; warn once (if ``warn``: not for ``"auto"``, which chooses
     enumeration knowingly) if the budget made them exact."""
     designs = [_core.plan(method, n, budget, seed, paired=paired, stream=s) for s in streams]
-    if warn and any(design.exact_fallback for design in designs):
+    if warn:
+        warn_if_exact(designs, budget, n)
+    return designs
+
+
+def warn_if_exact(designs: Sequence[_core.Design], budget: int, n: int) -> None:
+    """Warn, at the call site two frames above the caller, if the budget made ``designs``
+    exact."""
+    if any(design.exact_fallback for design in designs):
         warnings.warn(
             f"budget ≥ 2^n (budget={budget}, n={n}): computing exact Shapley values by enumeration",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-    return designs
+
+
+class DesignKey(NamedTuple):
+    """What :func:`plan_design` plans from, in its order: the designs of equal keys are equal."""
+
+    method: str
+    n: int
+    budget: int
+    seed: int
+    paired: bool
+    streams: tuple[int, ...]
+
+
+KEPT_BYTES = 16 * 2**20
+"""The largest solver (``_core.solver_bytes``) of a design that :class:`PlannedDesigns` keeps."""
+
+KEPT_DESIGNS = 4
+"""How many designs :class:`PlannedDesigns` keeps (the oldest goes first)."""
+
+
+class PlannedDesigns:
+    """The designs an :class:`~ferroshap.Explainer` planned, kept for its next calls.
+
+    A call with the same method, players, budget, seed and pairing gets the very same design
+    back (so the same values, bit for bit) without planning it again, and with it the estimator
+    the design built on first use: one-row calls in a loop pay for neither again. Per-row
+    designs and designs whose solver needs more than :data:`KEPT_BYTES` are planned afresh
+    each call. Pickled empty (a design is rebuilt where it is used).
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[DesignKey, list[_core.Design]] = {}
+
+    def plan(self, key: DesignKey, warn: bool) -> list[_core.Design]:
+        """:func:`plan_design`'s designs for ``key`` (warning as it does if ``warn``), the kept
+        ones when they match."""
+        designs = self._kept.get(key)
+        if designs is None:
+            designs = plan_design(*key, warn=False)
+            solver = _core.solver_bytes(key.method, key.n, designs[0].n_coalitions)
+            if len(designs) == 1 and solver <= KEPT_BYTES:
+                if len(self._kept) >= KEPT_DESIGNS:
+                    del self._kept[next(iter(self._kept))]
+                self._kept[key] = designs
+        if warn:
+            warn_if_exact(designs, key.budget, key.n)
+        return designs
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_kept": {}}
 
 
 def estimate_values(

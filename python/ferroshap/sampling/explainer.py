@@ -25,7 +25,9 @@ from ferroshap.query.threads import check_n_jobs, limited, within_limit
 from ferroshap.results.explanation import Explanation
 from ferroshap.sampling.auto import AUTO, resolve
 from ferroshap.sampling.engine import (
+    DesignKey,
     NullPlayers,
+    PlannedDesigns,
     Ran,
     check_budget,
     check_method,
@@ -37,7 +39,6 @@ from ferroshap.sampling.engine import (
     game_values,
     group_rows,
     linked,
-    plan_design,
 )
 from ferroshap.sampling.proxy_adjusted import check_cross_fit
 from ferroshap.validation import (
@@ -201,6 +202,7 @@ class Explainer:
         self.options = QueryOptions.checked(batch_size, max_bytes, progress)
         self.paired = check_flag(paired, "paired")
         self.per_row_design = check_flag(per_row_design, "per_row_design")
+        self._designs = PlannedDesigns()
         if masker is not None:
             self._init_masker(masker, background, method, budget, feature_names, groups)
             self.cross_fit = check_cross_fit(cross_fit, method)
@@ -432,9 +434,8 @@ class Explainer:
         )
         streams = [int(r) + 1 for r in rows] if self.per_row_design else [0]
         warn = every and self.method != AUTO  # a smaller game's enumeration is our choice
-        designs = plan_design(
-            recipe.planned, n_players, self.budget, seed, self.paired, streams, warn
-        )
+        key = DesignKey(recipe.planned, n_players, self.budget, seed, self.paired, tuple(streams))
+        designs = self._designs.plan(key, warn)
 
         def embed(masks: np.ndarray) -> np.ndarray:
             if every:
