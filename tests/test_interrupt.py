@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,18 @@ pytestmark = [
 
 #: Seconds from the start of the call to the signal, and the most the interrupt may take.
 DELAY, WITHIN = 0.2, 1.0
+
+
+@pytest.fixture(autouse=True)
+def python_handles_sigint() -> Iterator[None]:
+    """Python's own SIGINT handler for each test: a process started in the background by a
+    non-interactive shell (``nohup ... &``) inherits SIGINT ignored, and Python then installs
+    no handler of its own."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def interrupt_latency(call: Callable[[], Any]) -> float:
