@@ -294,6 +294,7 @@ def test_the_small_budget_choice_reports_its_winner_and_queries_only_the_budget(
     assert np.array_equal(first.values, again.values)
     (scores,) = first.diagnostics["held_out_errors"]
     assert list(scores) == list(SMALL_CANDIDATES) and first.estimator == TREE_PROXY
+    assert scores[TREE_PROXY] < scores["odd-msr"]
     assert first.estimator == min(scores, key=scores.get)
     assert np.allclose(first.values.sum(1), sum(weight for _, weight in units))
     assert first.standard_errors.shape == first.values.shape

@@ -107,8 +107,8 @@ class HostInputs:
     def ahead(self) -> Iterator[None]:
         """Within the block, each chunk the compiled core fills has its successor (same size)
         filled on a helper thread, with one worker fewer than the caller's ``n_jobs`` limit
-        allows (the model has the other); nothing runs ahead
-        with a single worker, nor for what NumPy fills. The block waits for that thread."""
+        allows (the model has the other); nothing runs ahead with a single worker, nor for what
+        NumPy fills. The block waits for that thread."""
         if self.dtype not in _COMPILED_DTYPES or workers() < 2:
             yield
             return

@@ -321,10 +321,14 @@ class PlannedDesigns:
         designs = self._kept.get(key)
         if designs is None:
             designs = plan_design(*key, warn=False)
-            solver = _core.solver_bytes(key.method, key.n, designs[0].n_coalitions)
-            if len(designs) == 1 and solver <= KEPT_BYTES:
-                if len(self._kept) >= KEPT_DESIGNS:
-                    del self._kept[next(iter(self._kept))]
+            (first, *others) = designs
+            if (
+                not others
+                and _core.solver_bytes(key.method, key.n, first.n_coalitions) <= KEPT_BYTES
+            ):
+                kept = list(self._kept)  # one snapshot: calls on other threads may add or drop
+                if len(kept) >= KEPT_DESIGNS:
+                    self._kept.pop(kept[0], None)
                 self._kept[key] = designs
         if warn:
             warn_if_exact(designs, key.budget, key.n)
