@@ -155,7 +155,7 @@ def test_core_calls_on_worker_threads_stop_with_the_main_thread(
     """ProxySPEX runs its selections on a thread pool, where no signal arrives: Ctrl-C in the
     main thread, waiting for them, tells them to stop (``_core.interrupt``), so the interrupt
     takes a poll of theirs, not their whole run."""
-    from ferroshap.query.threads import in_threads
+    from ferroshap.query.backend import in_threads
 
     text, n, masks, values = big_model
     spectrum = _core.lightgbm_fourier(text, n)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
-from ferroshap import InvalidArgumentError, InvalidTypeError, memory
+from ferroshap import InvalidArgumentError, InvalidTypeError, validation
 from ferroshap.query.games import RawGame
 
 
@@ -70,8 +70,8 @@ def test_caps_must_be_ints(bad):
 
 
 def test_the_default_cap_is_half_the_available_memory():
-    assert memory.resolve_max_memory(None) == memory.available_memory() // 2
-    assert memory.available_memory() > 0
+    assert validation.resolve_max_memory(None) == validation.available_memory() // 2
+    assert validation.available_memory() > 0
 
 
 MEASURE = textwrap.dedent(
@@ -114,11 +114,11 @@ def test_the_estimate_is_within_twice_the_measured_peak(method, n, budget):
         check=True,
     )
     added = json.loads(result.stdout)["added"]
-    query = RawGame(additive, n).query_bytes(memory.planned_coalitions(method, n, budget))
-    estimate = memory.sampling_estimate(method, n, budget, query=query).total
+    query = RawGame(additive, n).query_bytes(validation.planned_coalitions(method, n, budget))
+    estimate = validation.sampling_estimate(method, n, budget, query=query).total
     assert added <= estimate <= 2 * added + 64 * 2**20, (added, estimate)
 
 
 def test_exact_enumeration_is_sized_by_two_to_the_n_not_the_budget():
-    small = memory.sampling_estimate("exact", 20, budget=16)
-    assert small.parts["values"] == 2 * 2**20 * memory.FLOAT
+    small = validation.sampling_estimate("exact", 20, budget=16)
+    assert small.parts["values"] == 2 * 2**20 * validation.FLOAT

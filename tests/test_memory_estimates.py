@@ -9,7 +9,7 @@ heap thresholds), then the peak is measured over the call two ways: ``tracemallo
 (Linux's ``VmHWM``, reset just before the call, less ``tracemalloc``'s own bookkeeping), which
 also sees the compiled core's allocations. The larger of the two is the measured peak. The
 estimate is the one the engine itself checks against ``max_memory`` (captured from
-:func:`ferroshap.memory.check`). It must cover the measured peak and exceed it at most
+:func:`ferroshap.validation.check`). It must cover the measured peak and exceed it at most
 ``2 x peak + 64 MiB``.
 """
 
@@ -35,7 +35,7 @@ MEASURE = textwrap.dedent(
     import ctypes, json, sys, tracemalloc
     import numpy as np
     import ferroshap as fs
-    from ferroshap import memory
+    from ferroshap import validation
 
     def status(field):
         with open("/proc/self/status") as lines:
@@ -73,13 +73,13 @@ MEASURE = textwrap.dedent(
     call = build(**case)
 
     estimates = []
-    check = memory.check
+    check = validation.check_memory
 
     def capture(name, estimate, *args, **kwargs):
         estimates.append(estimate.total)
         return check(name, estimate, *args, **kwargs)
 
-    memory.check = capture
+    validation.check_memory = capture
     tracemalloc.start()
     with open("/proc/self/clear_refs", "w") as clear:
         clear.write("5")  # resets the peak (VmHWM) to the current resident set

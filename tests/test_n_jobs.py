@@ -12,8 +12,8 @@ import ferroshap as fs
 from ferroshap import _core
 from ferroshap.bench.games import SumOfUnanimity
 from ferroshap.interactions.proxy import MAX_PROXY_THREADS, proxy_threads
-from ferroshap.query import threads
-from ferroshap.query.threads import available_cpus, check_n_jobs, in_threads, limited, workers
+from ferroshap.query import backend
+from ferroshap.query.backend import available_cpus, check_n_jobs, in_threads, limited, workers
 from ferroshap.sampling import proxy_adjusted
 
 
@@ -83,7 +83,7 @@ def test_standard_errors_read_later_keep_the_limit(monkeypatch):
     monkeypatch.setattr(
         proxy_adjusted,
         "held_out_errors",
-        lambda *args: seen.append((workers(), threads._LIMIT.get())) or real(*args),
+        lambda *args: seen.append((workers(), backend._LIMIT.get())) or real(*args),
     )
     rng = np.random.default_rng(4)
     background, X = rng.normal(size=(6, 10)), rng.normal(size=(3, 10))
@@ -93,6 +93,6 @@ def test_standard_errors_read_later_keep_the_limit(monkeypatch):
 
     ex = fs.Explainer(model, background, method="proxy-leverage", budget=200, seed=1, n_jobs=1)
     result = ex(X)
-    assert seen == [] and threads._LIMIT.get() is None
+    assert seen == [] and backend._LIMIT.get() is None
     assert result.standard_errors.shape == result.values.shape
     assert seen and set(seen) == {(1, 1)}

@@ -71,8 +71,7 @@ def test_masked_inputs_read_the_design_a_chunk_at_a_time():
     """A model's masked inputs come from the design's bits chunk by chunk (no m x n array of
     masks), with the same values as from the whole mask array."""
     from ferroshap.query.games import TabularGame
-    from ferroshap.query.inputs import DesignMasks
-    from ferroshap.query.loop import QueryOptions
+    from ferroshap.query.loop import DesignMasks, QueryOptions
 
     n, rows = 40, 3
     design = CountingDesign(_core.plan("leverage", n, 500, 0))
@@ -89,7 +88,7 @@ def test_masked_inputs_read_the_design_a_chunk_at_a_time():
     starts = [start for start, _ in design.requests]
     assert len(starts) > 10 and starts == sorted(starts)
     assert max(stop - start for start, stop in design.requests) <= 64 // rows + 1
-    memory_part = fs.memory.sampling_estimate("leverage", 4096, 40000).parts["masks"]
+    memory_part = fs.validation.sampling_estimate("leverage", 4096, 40000).parts["masks"]
     assert memory_part == 0  # read in chunks: not 4096 x 40000
 
 

@@ -76,7 +76,7 @@ def interrupt() -> None:
 def set_thread_limit(threads: int) -> int:
     """Run the parallel parts of the compiled-core calls this thread makes on ``threads``
     threads (0: rayon's global pool, one thread per CPU or ``RAYON_NUM_THREADS``); returns the
-    previous limit. :func:`ferroshap.query.threads.limited` sets it for an engine's ``n_jobs``."""
+    previous limit. :func:`ferroshap.query.backend.limited` sets it for an engine's ``n_jobs``."""
 
 # --- the sampling engine: designs and plan (rust/python/src/sampling.rs) ---
 

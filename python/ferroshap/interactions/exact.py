@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core, memory
+from ferroshap import _core, validation
 from ferroshap._core import InvalidArgumentError
 from ferroshap.groups import read_groups
 from ferroshap.query.backend import DEFAULT_MAX_BYTES
@@ -85,7 +85,7 @@ def exact_interactions(
         check_int(max_order, "max_order", 1, ORDER_LIMIT),
     )
     options = QueryOptions.checked(batch_size, max_bytes, progress)
-    memory.check("exact_interactions", memory.exact_estimate(n), max_memory, n=n)
+    validation.check_memory("exact_interactions", validation.exact_estimate(n), max_memory, n=n)
     masks = all_masks(n) if grouped is None else grouped.expand(all_masks(n))
     table = RawGame(game, n_features, options=options).evaluate(masks)
     values = single_output(table, "game", "coalition", "game")

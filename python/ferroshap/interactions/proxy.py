@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ferroshap import _core
-from ferroshap.query.threads import workers
+from ferroshap.query.backend import workers
 
 __all__ = [
     "ADJUSTMENT_PARAMS",
@@ -131,7 +131,7 @@ def proxy_threads(cells: int) -> int:
     """LightGBM threads for a proxy fitted on ``cells`` = training masks x players.
 
     One below :data:`PARALLEL_CELLS` (small fits gain nothing from threads); else the threads the
-    engine may use (:func:`~ferroshap.query.threads.workers`: its ``n_jobs``, or the CPUs this
+    engine may use (:func:`~ferroshap.query.backend.workers`: its ``n_jobs``, or the CPUs this
     process may use), at most :data:`MAX_PROXY_THREADS` (docs/proxyspex.md, step 3): chosen from
     the machine, never from its load, so that a call does the same work wherever it runs. The
     trees do not depend on the thread count, so neither do the results.

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core, memory
+from ferroshap import _core, validation
 from ferroshap._core import FIRST_SAMPLED_ROW, InvalidArgumentError, InvalidTypeError
 from ferroshap.groups import GroupsArgument, read_groups
 from ferroshap.interactions.exact import all_masks
@@ -40,12 +40,10 @@ from ferroshap.interactions.surrogate import (
     refit_blend,
 )
 from ferroshap.maskers.tabular import Baseline, Masker, check_masker, player_names
-from ferroshap.query.backend import DEFAULT_MAX_BYTES
+from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_n_jobs, in_threads, limited
 from ferroshap.query.chunks import fingerprint
-from ferroshap.query.games import RawGame
+from ferroshap.query.games import RawGame, resolve_model
 from ferroshap.query.loop import QueryOptions, single_output
-from ferroshap.query.models import resolve_model
-from ferroshap.query.threads import check_n_jobs, in_threads, limited
 from ferroshap.results.interactions import INDICES, Interactions
 from ferroshap.scores import r_squared
 from ferroshap.validation import (
@@ -132,7 +130,7 @@ class ProxySPEX:
         :mod:`ferroshap.groups`); the interactions are then between groups.
     max_memory
         Cap in bytes on the estimated peak memory (default: half of the available memory,
-        see :mod:`ferroshap.memory`); above it an ``InvalidArgumentError`` naming ``n``,
+        see :mod:`ferroshap.validation`); above it an ``InvalidArgumentError`` naming ``n``,
         ``budget`` and the estimate is raised before anything large is allocated.
     refit_proxy
         Once the support sizes and the blend are chosen on the validation split, fit the proxy
@@ -207,7 +205,7 @@ class ProxySPEX:
         self.ridge = None if ridge is None else check_flag(ridge, "ridge")
         self.efficient = check_flag(efficient, "efficient")
         if max_memory is not None:
-            memory.resolve_max_memory(max_memory)
+            validation.resolve_max_memory(max_memory)
         self.max_memory = max_memory
         if masker is None:
             check_callable(game_or_model, "game_or_model")
@@ -293,8 +291,8 @@ class ProxySPEX:
                 )
             game, n = self.masker.game(self._model, x)
         assert n is not None
-        estimate = memory.proxyspex_estimate(n, self.budget)
-        memory.check("ProxySPEX", estimate, self.max_memory, n=n, budget=self.budget)
+        estimate = validation.proxyspex_estimate(n, self.budget)
+        validation.check_memory("ProxySPEX", estimate, self.max_memory, n=n, budget=self.budget)
         names = self.feature_names or (
             None if self.masker is None else player_names(self.masker, x, n)
         )

@@ -9,7 +9,7 @@ import numpy as np
 
 from ferroshap import _core
 from ferroshap._core import FIRST_SAMPLED_ROW
-from ferroshap.query.threads import in_threads
+from ferroshap.query.backend import in_threads
 from ferroshap.scores import r_squared
 
 __all__ = [

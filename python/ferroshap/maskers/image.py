@@ -16,9 +16,8 @@ import numpy as np
 
 from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, check_finite, to_numpy
-from ferroshap.query.games import TabularGame
+from ferroshap.query.games import TabularGame, as_model_function
 from ferroshap.query.loop import QueryOptions
-from ferroshap.query.models import as_model_function
 from ferroshap.validation import check_real
 
 __all__ = ["Image", "grid_segments"]

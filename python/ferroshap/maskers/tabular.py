@@ -17,9 +17,8 @@ import numpy as np
 from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, as_2d_array
 from ferroshap.query.frames import frame_model, read_rows_like, read_table
-from ferroshap.query.games import TabularGame
+from ferroshap.query.games import TabularGame, as_model_function
 from ferroshap.query.loop import QueryOptions
-from ferroshap.query.models import as_model_function
 
 GameFunction = Callable[[np.ndarray], np.ndarray]
 
@@ -29,7 +28,7 @@ class Masker(Protocol):
 
     def game(self, model: Any, x: Any) -> tuple[GameFunction, int]:
         """The game of ``model`` (a callable, an estimator or a resolved
-        :class:`~ferroshap.query.models.ModelFunction`) at input ``x`` and its number of players."""
+        :class:`~ferroshap.query.games.ModelFunction`) at input ``x`` and its number of players."""
         ...
 
     def player_names(self, x: Any) -> list[str] | None:

@@ -18,8 +18,8 @@ import numpy as np
 
 from ferroshap._core import InvalidArgumentError, InvalidTypeError
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_outputs
+from ferroshap.query.games import as_model_function
 from ferroshap.query.loop import QueryOptions, query, units_per_call
-from ferroshap.query.models import as_model_function
 from ferroshap.validation import check_choice
 
 __all__ = ["MODES", "UNITS", "Text", "TextUnits"]

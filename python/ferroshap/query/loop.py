@@ -8,6 +8,12 @@ chunk's outputs are checked once (:func:`~ferroshap.query.backend.check_outputs`
 query a process lets glibc's heap thresholds adapt (:func:`warm_heap`, below).
 :class:`QueryOptions` carries the keyword arguments that every engine shares for it.
 
+The tabular game's masked model inputs are built here a chunk of (coalition, row) pairs at a
+time: NumPy data are filled into host buffers by the compiled core (:class:`HostInputs`), the
+next chunk's while the model runs on this one; data of other array libraries are built on their
+own device (:class:`DeviceInputs`); DataFrames cell by cell
+(:class:`ferroshap.query.frame_inputs.FrameInputs`).
+
 glibc's adaptive heap thresholds are raised once per process before the first model query.
 glibc's ``malloc`` serves a request above its *mmap threshold* (128 KiB at start) with fresh
 pages from the kernel, and gives free memory at the top of its heap back to the kernel once it
@@ -28,25 +34,34 @@ libraries it does nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from ferroshap import _core
 from ferroshap._core import DeviceMemoryError, InvalidArgumentError
-from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, progress_bar
+from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, bound_to, progress_bar, workers
 from ferroshap.validation import check_flag, check_int
 
 __all__ = [
     "DEFAULT_OPTIONS",
     "WARMUP_BYTES",
+    "DesignMasks",
+    "DeviceInputs",
+    "HostInputs",
+    "Masks",
     "QueryOptions",
     "query",
     "single_output",
     "units_per_call",
     "warm_heap",
-]
+    "whole",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -226,3 +241,201 @@ def warm_heap() -> bool:
     block = np.empty(WARMUP_BYTES, np.uint8)  # never written: no page is touched
     del block
     return True
+
+
+_COMPILED_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+class DesignMasks:
+    """The coalitions of a planned design, expanded from its bits a chunk at a time.
+
+    :meth:`TabularGame.evaluate` and :meth:`RawGame.evaluate` take it in place of a
+    ``bool[m, n]`` array, so a large design is never held as one ``m x n`` array of masks (the
+    design keeps ``n / 8`` bytes per coalition). ``player_of_feature`` (feature groups) says
+    which player each feature belongs to. NumPy float data never read the masks in Python: the
+    compiled core fills the model inputs from the design itself, one call per chunk.
+
+    Examples
+    --------
+    >>> design = _core.plan("leverage", 5, 12, seed=0)
+    >>> masks = DesignMasks(design)
+    >>> len(masks), bool((masks.rows(2, 5) == design.masks()[2:5]).all())
+    (12, True)
+    """
+
+    def __init__(self, design: Any, player_of_feature: np.ndarray | None = None):
+        self.design = design
+        self.player_of_feature = player_of_feature
+
+    def __len__(self) -> int:
+        return int(self.design.n_coalitions)
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """The feature masks of coalitions ``start .. stop``."""
+        masks = self.design.masks(start, stop)
+        if self.player_of_feature is None:
+            return masks
+        return np.ascontiguousarray(masks[:, self.player_of_feature])
+
+
+Masks = np.ndarray | DesignMasks
+"""What the games evaluate: coalitions ``bool[m, n]``, or a design read in chunks."""
+
+
+def whole(masks: Masks) -> np.ndarray:
+    """``masks`` as one ``bool[m, n]`` array."""
+    return masks.rows(0, len(masks)) if isinstance(masks, DesignMasks) else masks
+
+
+class HostInputs:
+    """Masked inputs of NumPy data, built into a reused host buffer (two within :meth:`ahead`).
+
+    float32 / float64 data are filled by the compiled core (parallel, one pass over memory);
+    other dtypes by two NumPy copies. Within :meth:`ahead`, the compiled core fills the next
+    chunk into a second buffer on a helper thread while the model runs on this one, so on a
+    machine with a spare core the model seldom waits for its inputs.
+    """
+
+    def __init__(self, background: np.ndarray, x_rows: np.ndarray) -> None:
+        self.dtype = np.result_type(background.dtype, x_rows.dtype)
+        self.background = np.ascontiguousarray(background, dtype=self.dtype)
+        self.x_rows = np.ascontiguousarray(x_rows, dtype=self.dtype)
+        self.itemsize = self.dtype.itemsize
+        self._buffers = [np.empty(0, self.dtype), np.empty(0, self.dtype)]
+        self._slot = 0
+        self._masks = np.empty((0, background.shape[1]), bool)
+        self._n_pairs = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._next: tuple[tuple[int, int], Future[np.ndarray]] | None = None
+
+    def prepare(self, masks: Masks, rows: np.ndarray | None) -> None:
+        """Read ``masks`` (on explained rows ``rows``, see ``TabularGame.evaluate``) for the
+        chunks that follow."""
+        self._settle()
+        designed = isinstance(masks, DesignMasks)
+        # the core reads a planned design in place; anything else that plays one is read
+        # through its ``masks`` a chunk at a time
+        in_place = designed and isinstance(masks.design, _core.Design)
+        compiled = self.dtype in _COMPILED_DTYPES and in_place
+        self._design = masks if compiled else None
+        self._source = masks if designed and not compiled and rows is None else None
+        if not designed or (not compiled and rows is not None):
+            self._masks = np.ascontiguousarray(whole(masks), dtype=bool)
+        self._rows = rows
+        self._n_pairs = len(masks) * len(self.x_rows) if rows is None else len(masks)
+
+    @contextmanager
+    def ahead(self) -> Iterator[None]:
+        """Within the block, each chunk the compiled core fills has its successor (same size)
+        filled on a helper thread, with one worker fewer than the caller's ``n_jobs`` limit
+        allows (the model has the other); nothing runs ahead with a single worker, nor for what
+        NumPy fills. The block waits for that thread."""
+        if self.dtype not in _COMPILED_DTYPES or workers() < 2:
+            yield
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="ferroshap-inputs") as pool:
+            self._pool = pool
+            try:
+                yield
+            finally:
+                self._pool = None
+                self._settle()
+
+    def batch(self, start: int, stop: int) -> np.ndarray:
+        """The model inputs ``[(stop - start) * B, n]`` of pairs ``start .. stop``."""
+        if self._next is not None and self._next[0] == (start, stop):
+            batch = self._next[1].result()
+            self._next = None
+        else:
+            self._settle()  # a chunk other than the one filled ahead (halved after an error)
+            batch = self._fill(self._slot, start, stop)
+        if self._pool is None or self._design is None:  # nothing filled ahead: one buffer
+            return batch
+        self._slot = 1 - self._slot
+        following = (stop, min(self._n_pairs, 2 * stop - start))
+        if following[0] < following[1]:
+            # the model runs on this thread meanwhile: the fill leaves it one of the workers
+            fill = bound_to(workers() - 1, partial(self._fill, self._slot, *following))
+            self._next = (following, self._pool.submit(fill))
+        return batch
+
+    def _settle(self) -> None:
+        """Wait for the chunk filled ahead, if any, and drop it (its errors too: the chunk is
+        filled again when asked for)."""
+        if self._next is not None:
+            self._next[1].exception()
+            self._next = None
+
+    def _fill(self, slot: int, start: int, stop: int) -> np.ndarray:
+        n_background, n = self.background.shape
+        mask_index, row_index = pair_indices(np, start, stop, len(self.x_rows), self._rows)
+        if self._source is not None:  # pairs are mask-major: one contiguous run of masks
+            first = int(mask_index[0])
+            self._masks = np.ascontiguousarray(
+                self._source.rows(first, int(mask_index[-1]) + 1), dtype=bool
+            )
+            mask_index = mask_index - first
+        size = (stop - start) * n_background * n
+        if self._buffers[slot].size < size:
+            self._buffers[slot] = np.empty(size, self.dtype)
+        batch = self._buffers[slot][:size].reshape(stop - start, n_background, n)
+        if self.dtype in _COMPILED_DTYPES:
+            design = self._design
+            _core.fill_masked_inputs(
+                batch.reshape(-1, n),
+                self._masks if design is None else design.design,
+                mask_index.astype(np.int64, copy=False),
+                self.x_rows,
+                row_index.astype(np.int64, copy=False),
+                self.background,
+                None if design is None else design.player_of_feature,
+            )
+        else:
+            np.copyto(batch, self.background[None])
+            where = self._masks[mask_index, None, :]
+            np.copyto(batch, self.x_rows[row_index, None, :], where=where)
+        return batch.reshape(-1, n)
+
+
+class DeviceInputs:
+    """Masked inputs built with the data's own array library, on its device.
+
+    The masks travel to the device once per design (:meth:`prepare`); each chunk is built there
+    with ``where`` from device-side indices, so no input crosses between host and device per
+    coalition.
+    """
+
+    def __init__(self, backend: ArrayBackend, background: Any, x_rows: Any) -> None:
+        self.backend, self.background, self.x_rows = backend, background, x_rows
+        xp, dtype = backend.xp, background.dtype
+        info = xp.finfo(dtype) if xp.isdtype(dtype, "real floating") else None
+        self.itemsize = info.bits // 8 if info is not None else 8
+
+    def prepare(self, masks: np.ndarray, rows: np.ndarray | None) -> None:
+        """Send ``masks`` (and ``rows``, see ``TabularGame.evaluate``) to the device once."""
+        self._masks = self.backend.asarray(np.ascontiguousarray(masks, dtype=bool))
+        self._rows = None if rows is None else self.backend.asarray(rows.astype(np.int64))
+
+    def batch(self, start: int, stop: int) -> Any:
+        """The inputs ``[(stop - start) * B, n]`` of pairs ``start .. stop``, on the device."""
+        xp = self.backend.xp
+        n = self.background.shape[1]
+        mask_index, row_index = pair_indices(
+            xp, start, stop, self.x_rows.shape[0], self._rows, device=self.backend.device
+        )
+        inside = xp.take(self._masks, mask_index, axis=0)[:, None, :]
+        rows = xp.take(self.x_rows, row_index, axis=0)[:, None, :]
+        batch = xp.where(inside, rows, self.background[None, :, :])
+        return xp.reshape(batch, (-1, n))
+
+
+def pair_indices(
+    xp: Any, start: int, stop: int, n_rows: int, rows: Any, device: Any = None
+) -> tuple[Any, Any]:
+    """(mask, explained row) of the pairs ``start .. stop``: mask-major over every row, or
+    pair ``j`` = (mask ``j``, row ``rows[j]``) for per-row designs."""
+    kwargs = {} if device is None else {"device": device}
+    pairs = xp.arange(start, stop, dtype=xp.int64, **kwargs)
+    if rows is None:
+        return pairs // n_rows, pairs % n_rows
+    return pairs, xp.take(rows, pairs, axis=0) if xp is not np else rows[pairs]

@@ -36,7 +36,7 @@ from ferroshap.interactions.proxy import (
     proxy_spectrum,
     refit_odd,
 )
-from ferroshap.query.threads import in_threads
+from ferroshap.query.backend import in_threads
 
 __all__ = [
     "AUTO",

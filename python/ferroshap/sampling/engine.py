@@ -19,14 +19,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ferroshap import _core, memory
+from ferroshap import _core, validation
 from ferroshap._core import InvalidArgumentError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
-from ferroshap.query.backend import DEFAULT_MAX_BYTES
+from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_n_jobs, limited
 from ferroshap.query.games import RawGame, TabularGame, apply_link
-from ferroshap.query.inputs import DesignMasks
-from ferroshap.query.loop import QueryOptions
-from ferroshap.query.threads import check_n_jobs, limited
+from ferroshap.query.loop import DesignMasks, QueryOptions
 from ferroshap.sampling.auto import AUTO, PROXY_METHODS, Choice, Recipe, resolve
 from ferroshap.sampling.proxy_adjusted import adjust_with_errors, check_cross_fit
 from ferroshap.validation import (
@@ -150,11 +148,11 @@ def game_values(
     ``engine`` names the caller in memory errors."""
     n = raw.n_players if groups is None else groups.n_players
     recipe = resolve(method, n, budget, paired)
-    m = memory.planned_coalitions(recipe.planned, n, budget)
-    estimate = memory.sampling_estimate(
+    m = validation.planned_coalitions(recipe.planned, n, budget)
+    estimate = validation.sampling_estimate(
         recipe.planned, n, budget, query=raw.query_bytes(m), proxy=recipe.proxy is not None
     )
-    memory.check(engine, estimate, max_memory, n=n, budget=budget)
+    validation.check_memory(engine, estimate, max_memory, n=n, budget=budget)
     (design,) = plan_design(recipe.planned, n, budget, draw_seed(seed), paired, [0], method != AUTO)
     values = raw.evaluate(design_masks(design, groups))
     (phi,), (errors,), (choice,) = estimate_values([design], [values], recipe.proxy, cross_fit)
@@ -174,8 +172,8 @@ def check_tabular_memory(
     planned (one per row or one for all), their masks held whole (``whole_masks``) or read in
     chunks."""
     n, rows = game.n_players, game.n_rows
-    m = memory.planned_coalitions(recipe.planned, n, budget)
-    estimate = memory.sampling_estimate(
+    m = validation.planned_coalitions(recipe.planned, n, budget)
+    estimate = validation.sampling_estimate(
         recipe.planned,
         n,
         budget,
@@ -186,7 +184,7 @@ def check_tabular_memory(
         proxy=recipe.proxy is not None,
         whole_masks=whole_masks,
     )
-    memory.check("Explainer", estimate, max_memory, n=n, budget=budget, rows=rows)
+    validation.check_memory("Explainer", estimate, max_memory, n=n, budget=budget, rows=rows)
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,21 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core, memory
+from ferroshap import _core, validation
 from ferroshap._core import InvalidArgumentError
 from ferroshap.groups import GroupsArgument, read_groups
 from ferroshap.maskers.tabular import Masker, check_masker, player_names
-from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend
+from ferroshap.query.backend import (
+    DEFAULT_MAX_BYTES,
+    ArrayBackend,
+    check_n_jobs,
+    limited,
+    within_limit,
+)
 from ferroshap.query.chunks import fingerprint
 from ferroshap.query.frames import Table, frame_model, from_polars, read_rows_like, read_table
-from ferroshap.query.games import LINKS, RawGame, TabularGame
+from ferroshap.query.games import LINKS, RawGame, TabularGame, resolve_model
 from ferroshap.query.loop import QueryOptions
-from ferroshap.query.models import resolve_model
-from ferroshap.query.threads import check_n_jobs, limited, within_limit
 from ferroshap.results.explanation import Explanation
 from ferroshap.sampling.auto import AUTO, resolve
 from ferroshap.sampling.engine import (
@@ -89,9 +93,8 @@ class Explainer:
         candidate estimator that predicts held-out coalitions of that design best (described
         in ``docs/auto.md``); :attr:`Explanation.estimator` names what ran and
         ``diagnostics["held_out_errors"]`` the candidates' scores. Or one of
-        :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
-        ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
-        ignores ``budget``, at most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features); or one
+        :data:`ferroshap.METHODS` (``"exact"`` enumerates: it ignores ``budget`` and takes at
+        most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features); or one
         of :data:`ferroshap.PROXY_METHODS`: ``"proxy-leverage"`` (LeverageSHAP adjusted by a
         LightGBM proxy, usually the most accurate; needs ``lightgbm``) or ``"tree-msr"`` (Tree
         MSR, a baseline). See :mod:`ferroshap.sampling.proxy_adjusted`; a budget below
@@ -108,8 +111,7 @@ class Explainer:
         per call, so successive calls use fresh designs.
     batch_size
         Model rows per model call (rounded down to whole coalitions, overriding ``max_bytes``).
-        By default each call gets about 4 MiB of inputs (``backend.CPU_CHUNK_BYTES``, which keeps
-        a CPU model's input in cache), never more than ``max_bytes``.
+        By default about 4 MiB of inputs per call (cache-sized), never more than ``max_bytes``.
     feature_names
         Names of the ``n`` features; by default the background's (or X's) DataFrame columns, else
         ``x0 .. x{n-1}``.
@@ -138,9 +140,8 @@ class Explainer:
         ``method="tree-msr"`` only: fit its proxy on ``cross_fit`` folds of coalition pairs
         (each pair's residual from the proxy that did not see it) instead of on all samples.
     max_memory
-        Cap in bytes on the estimated peak memory (default: half of the available memory,
-        see :mod:`ferroshap.memory`); above it an ``InvalidArgumentError`` naming ``n``,
-        ``budget`` and the estimate is raised before anything large is allocated.
+        Cap in bytes on the estimated peak memory (default: half of the available memory);
+        above it an ``InvalidArgumentError`` naming ``n``, ``budget`` and the estimate.
     n_jobs
         Threads for the parallel steps (proxy fits of many rows and outputs, LightGBM, the
         compiled core's parallel parts, filling the next chunk's model inputs while the model
@@ -193,7 +194,7 @@ class Explainer:
     ) -> None:
         self.n_jobs = check_n_jobs(n_jobs)
         if max_memory is not None:
-            memory.resolve_max_memory(max_memory)
+            validation.resolve_max_memory(max_memory)
         self.max_memory = max_memory
         self.link = check_choice(link, "link", LINKS)
         self._model = resolve_model(model, model_output, output_index)

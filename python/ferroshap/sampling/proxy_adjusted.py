@@ -48,7 +48,7 @@ import numpy as np
 from ferroshap import _core
 from ferroshap._core import EMPTY_ROW, FIRST_SAMPLED_ROW, FULL_ROW, InvalidArgumentError
 from ferroshap.interactions.proxy import fit_adjustment_proxy, predict_proxy, proxy_spectrum
-from ferroshap.query.threads import in_threads
+from ferroshap.query.backend import in_threads
 from ferroshap.sampling.auto import (
     CANDIDATES,
     HOLDOUT_FOLDS,

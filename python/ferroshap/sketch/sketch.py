@@ -15,13 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from ferroshap import _core, memory
+from ferroshap import _core, validation
 from ferroshap._core import InvalidArgumentError, InvalidTypeError
-from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_finite, check_outputs
+from ferroshap.query.backend import (
+    DEFAULT_MAX_BYTES,
+    check_finite,
+    check_n_jobs,
+    check_outputs,
+    limited,
+)
 from ferroshap.query.chunks import fingerprint, iter_chunks, phi_frame
+from ferroshap.query.games import resolve_model
 from ferroshap.query.loop import QueryOptions, query, single_output, units_per_call
-from ferroshap.query.models import resolve_model
-from ferroshap.query.threads import check_n_jobs, limited
 from ferroshap.results.explanation import Explanation
 from ferroshap.scores import r_squared
 from ferroshap.sketch import files
@@ -153,11 +158,13 @@ class FourierSketch:
         # as much again for what the model allocates on them, and its outputs
         sequence_bytes = 5 * length + 64 if input == "str" else 8 * length
         query_bytes = {
-            "model input chunk": memory.MODEL_FACTOR * chunk * sequence_bytes,
-            "model output chunk": 3 * chunk * memory.FLOAT,
+            "model input chunk": validation.MODEL_FACTOR * chunk * sequence_bytes,
+            "model output chunk": 3 * chunk * validation.FLOAT,
         }
-        estimate = memory.sketch_estimate(length, budget, query_bytes)
-        memory.check("FourierSketch.fit", estimate, max_memory, length=length, budget=budget)
+        estimate = validation.sketch_estimate(length, budget, query_bytes)
+        validation.check_memory(
+            "FourierSketch.fit", estimate, max_memory, length=length, budget=budget
+        )
         seed_value = draw_seed(check_seed(seed))
         started = time.perf_counter()
         with limited(n_jobs):
