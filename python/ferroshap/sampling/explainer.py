@@ -90,15 +90,16 @@ class Explainer:
     method
         ``"auto"`` (the default): a design chosen by the number of features and the budget
         (:func:`ferroshap.sampling.auto.choose`), then from the proxy's minimum budget on the
-        candidate estimator that predicts held-out coalitions of that design best (described
-        in ``docs/auto.md``); :attr:`Explanation.estimator` names what ran and
+        candidate estimator that predicts held-out coalitions of that design best (described in
+        ``docs/auto.md``); :attr:`Explanation.estimator` names what ran and
         ``diagnostics["held_out_errors"]`` the candidates' scores. Or one of
-        :data:`ferroshap.METHODS` (``"exact"`` enumerates: it ignores ``budget`` and takes at
-        most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features); or one
-        of :data:`ferroshap.PROXY_METHODS`: ``"proxy-leverage"`` (LeverageSHAP adjusted by a
-        LightGBM proxy, usually the most accurate; needs ``lightgbm``) or ``"tree-msr"`` (Tree
-        MSR, a baseline). See :mod:`ferroshap.sampling.proxy_adjusted`; a budget below
-        ``max(4 n, 42)`` falls back to ``"leverage"`` with a ``UserWarning``.
+        :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
+        ``"modified-l2"``, ``"unbiased"``, ``"permutation"`` or ``"exact"`` (full enumeration,
+        ignores ``budget``, at most :data:`ferroshap._core.MAX_EXACT_PLAYERS` features); or one of
+        :data:`ferroshap.PROXY_METHODS`: ``"proxy-leverage"`` (LeverageSHAP adjusted by a LightGBM
+        proxy, usually the most accurate; needs ``lightgbm``) or ``"tree-msr"`` (Tree MSR, a
+        baseline). See :mod:`ferroshap.sampling.proxy_adjusted`; a budget below ``max(4 n, 42)``
+        falls back to ``"leverage"`` with a ``UserWarning``.
     budget
         Distinct coalitions evaluated per row, ∅ and the grand coalition included; at least 2,
         and at least ``2 n`` for ``"permutation"``. With ``paired=True`` an odd budget is rounded
@@ -140,8 +141,9 @@ class Explainer:
         ``method="tree-msr"`` only: fit its proxy on ``cross_fit`` folds of coalition pairs
         (each pair's residual from the proxy that did not see it) instead of on all samples.
     max_memory
-        Cap in bytes on the estimated peak memory (default: half of the available memory);
-        above it an ``InvalidArgumentError`` naming ``n``, ``budget`` and the estimate.
+        Cap in bytes on the estimated peak memory (default: half of the available memory); above
+        it an ``InvalidArgumentError`` naming ``n``, ``budget`` and the estimate is raised before
+        anything large is allocated.
     n_jobs
         Threads for the parallel steps (proxy fits of many rows and outputs, LightGBM, the
         compiled core's parallel parts, filling the next chunk's model inputs while the model
@@ -155,8 +157,6 @@ class Explainer:
     host, once per chunk. ``background`` and ``X`` must then be of the same library and device.
     A ``torch.nn.Module`` gets NumPy data moved to its parameters' device and dtype, and is
     called under ``torch.inference_mode()``.
-
-    With a single feature, its value is the whole difference ``f(x) - mean_b f(b)``.
 
     Examples
     --------
