@@ -14,6 +14,7 @@ from ferroshap.bench.games import (
     knn_game,
     logistic_interactions_game,
     make_game,
+    xgboost_game,
 )
 from ferroshap.bench.harness import TIMING_COLUMNS
 from ferroshap.bench.report import format_table
@@ -116,10 +117,12 @@ def test_command_writes_results_and_plot(tmp_path, capsys) -> None:
 
 @pytest.mark.parametrize(
     "build",
-    [boosted_classifier_game, logistic_interactions_game, knn_game],
+    [boosted_classifier_game, logistic_interactions_game, knn_game, xgboost_game],
     ids=lambda b: b.__name__,
 )
 def test_added_suite_games_have_efficient_exact_truth(build) -> None:
+    if build is xgboost_game:
+        pytest.importorskip("xgboost")
     game = build(rows=2, n_background=1)
     gap = game.model(game.X) - game.model(game.background).mean()
     np.testing.assert_allclose(game.truth.sum(axis=1), gap, atol=1e-9)

@@ -331,6 +331,28 @@ def knn_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
     return _enumerated("knn-diabetes", model.predict, background, X)
 
 
+def xgboost_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
+    """XGBoost (200 trees of depth 4, one thread) on Friedman's first regression problem with
+    14 features: five relevant (a product inside a sine, a square, two linear terms), nine
+    irrelevant (n = 14); truth by enumeration (XGBoost splits on float32 thresholds, so shap's
+    TreeSHAP is not exact on it either)."""
+    from sklearn.datasets import make_friedman1
+
+    try:
+        import xgboost
+    except ImportError as err:
+        raise ImportError(
+            "the xgb-friedman game needs xgboost, which is not installed: pip install xgboost"
+        ) from err
+
+    X_all, y = make_friedman1(n_samples=1000, n_features=14, noise=1.0, random_state=seed)
+    model = xgboost.XGBRegressor(
+        n_estimators=200, max_depth=4, learning_rate=0.1, n_jobs=1, random_state=seed
+    ).fit(X_all, y)
+    background, X = _split(X_all, n_background, rows, seed)
+    return _enumerated("xgb-friedman", model.predict, background, X)
+
+
 def _standard_diabetes() -> tuple[np.ndarray, np.ndarray]:
     from sklearn.datasets import load_diabetes
     from sklearn.preprocessing import StandardScaler

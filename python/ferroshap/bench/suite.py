@@ -53,6 +53,7 @@ from ferroshap.bench.games import (
     tuning_forest_game,
     tuning_mlp_game,
     tuning_svm_game,
+    xgboost_game,
 )
 from ferroshap.bench.harness import run_one
 
@@ -96,6 +97,7 @@ SUITE_GAMES: dict[str, tuple[int, Callable[[int], BenchGame]]] = {
     "hgb-cancer": (12, lambda bg: boosted_classifier_game(rows=ROWS, n_background=bg)),
     "logit-cancer": (12, lambda bg: logistic_interactions_game(rows=ROWS, n_background=bg)),
     "knn-diabetes": (10, lambda bg: knn_game(rows=ROWS, n_background=bg)),
+    "xgb-friedman": (14, lambda bg: xgboost_game(rows=ROWS, n_background=bg)),
 }
 """Games by name: the number of players (the budgets need it before a game is built) and the
 builder taking the background size: LightGBM on breast cancer (n = 30) and on
@@ -105,7 +107,8 @@ n = 30 and 100 in closed form; the three tabular cases ``method="auto"``'s forme
 were tuned on (a random forest and an MLP on standardized diabetes, n = 10, an RBF SVM on wine,
 n = 12; truth by enumeration); and three kinds added later, on which nothing was tuned: a
 gradient-boosting classifier's and a logistic regression with pairwise interactions'
-probabilities (breast cancer, n = 12) and a nearest-neighbour regressor (diabetes, n = 10)."""
+probabilities (breast cancer, n = 12), a nearest-neighbour regressor (diabetes, n = 10) and
+XGBoost on Friedman's first problem (n = 14; needs ``xgboost``)."""
 
 TUNING_GAMES = ("rf-diabetes", "mlp-diabetes", "svm-wine")
 """The games of :data:`SUITE_GAMES` run only when named (``auto``'s tuning cases)."""
