@@ -54,8 +54,17 @@ def test_small_choice_or_kernel_wor_for_small_budgets_at_small_n(n: int) -> None
         below = "small-choice" if budget - 1 >= minimum_budget(n) else "kernel-wor"
         assert auto.choose(n, budget - 1).name == below
         assert auto.choose(n, budget).name not in ("small-choice", "kernel-wor")
-    n_large = auto.BORDER_MAX_PLAYERS + 1
+    n_large = auto.SMALL_CHOICE_MAX_PLAYERS + 1
     assert auto.choose(n_large, auto.BORDER_FACTOR * n_large - 1).name == "odd-choice"
+
+
+@pytest.mark.parametrize("n", [auto.BORDER_MAX_PLAYERS + 1, auto.SMALL_CHOICE_MAX_PLAYERS])
+def test_small_choice_beyond_the_border_limit_only_where_a_proxy_fits(n: int) -> None:
+    small = auto.BORDER_FACTOR * n - 1
+    assert auto.choose(n, small).name == "small-choice"
+    assert auto.choose(n, small, paired=False).name == "proxy-leverage"
+    assert auto.choose(n, minimum_budget(n) - 1).name == "leverage"
+    assert auto.choose(n, small + 1).name == "odd-choice"
 
 
 def test_small_choice_from_the_proxy_minimum_and_with_pairing_only() -> None:

@@ -53,6 +53,7 @@ __all__ = [
     "SMALL_BLEND",
     "SMALL_CANDIDATES",
     "SMALL_CHOICE",
+    "SMALL_CHOICE_MAX_PLAYERS",
     "TREE_PROXY",
     "Choice",
     "HoldOut",
@@ -183,6 +184,11 @@ RECIPES: dict[str, Recipe] = {
 BORDER_MAX_PLAYERS = 12
 """Up to this many players, small budgets go to the kernel's without-replacement design."""
 
+SMALL_CHOICE_MAX_PLAYERS = 16
+"""Up to this many players, small budgets that a proxy can be fitted on go to ``"small-choice"``
+(on the same design); from :data:`BORDER_MAX_PLAYERS` + 1 on, smaller ones go to ``"leverage"``
+(docs/auto.md, "The choice at small budgets")."""
+
 BORDER_FACTOR = 6
 """... below ``budget = BORDER_FACTOR * n`` (``"small-choice"``, or ``"kernel-wor"`` below
 :func:`minimum_budget`); docs/auto.md, "The rule"."""
@@ -194,11 +200,11 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
     The rule, in order:
 
     1. ``budget >= 2**n`` (and ``n <= 24``): ``"exact"`` (full enumeration, no warning);
-    2. ``n <= 12`` and ``budget < 6 n``: ``"small-choice"`` on a ``"kernel-wor"`` design when
-       the budget reaches :func:`minimum_budget` and
-       pairing is on (``"odd-msr"``, the design's regression adjusted by Tree MSR of its odd
-       residual, or ``"tree-proxy"``, a proxy of the game itself, whichever predicts held-out
-       pairs better), else ``"kernel-wor"`` (border sizes enumerated);
+    2. ``n <= 16``, ``budget < 6 n``, pairing on and the budget at least
+       :func:`minimum_budget`: ``"small-choice"`` on a ``"kernel-wor"`` design (``"odd-msr"``,
+       the design's regression adjusted by Tree MSR of its odd residual, ``"tree-proxy"``, a
+       proxy of the game itself, or their mean, whichever predicts held-out pairs best); else,
+       at ``n <= 12`` and ``budget < 6 n``, ``"kernel-wor"`` (border sizes enumerated);
     3. ``budget`` below :func:`minimum_budget` (too few pairs
        to fit a proxy): ``"leverage"``;
     4. paired designs: ``"odd-choice"``, which keeps whichever of ``"proxy-leverage"``,
@@ -214,12 +220,16 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
     ('exact', 'small-choice', 'kernel-wor', 'leverage')
     >>> choose(30, 512).name, choose(30, 512, paired=False).name
     ('odd-choice', 'proxy-leverage')
+    >>> choose(14, 70).name, choose(14, 42).name
+    ('small-choice', 'leverage')
     """
     if n <= _core.MAX_EXACT_PLAYERS and _core.covers_all(n, budget):
         return RECIPES["exact"]
-    if n <= BORDER_MAX_PLAYERS and budget < BORDER_FACTOR * n:
-        proxy_fits = paired and budget >= minimum_budget(n)
-        return RECIPES["small-choice" if proxy_fits else "kernel-wor"]
+    if budget < BORDER_FACTOR * n:
+        if n <= SMALL_CHOICE_MAX_PLAYERS and paired and budget >= minimum_budget(n):
+            return RECIPES["small-choice"]
+        if n <= BORDER_MAX_PLAYERS:
+            return RECIPES["kernel-wor"]
     if budget < minimum_budget(n):
         return RECIPES["leverage"]
     return RECIPES["odd-choice" if paired else "proxy-leverage"]
