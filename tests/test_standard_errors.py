@@ -10,6 +10,7 @@ import pytest
 import ferroshap as fs
 from ferroshap import _core
 from ferroshap.query.games import RawGame
+from ferroshap.sampling import auto
 from ferroshap.sampling.engine import game_values
 
 Z = 1.959963984540054
@@ -203,3 +204,14 @@ def test_a_constant_game_gets_exact_zeros_and_zero_errors(method: str, budget: i
     assert not fs.shapley_values(
         lambda m: np.full(len(m), -2.0), 10, method=method, budget=budget
     ).any()
+
+
+def test_a_constant_game_scores_near_zero_at_small_budgets() -> None:
+    # small-choice's held-out scores: rounding noise is not divided by an odd part of zero
+    bg = np.random.default_rng(0).normal(size=(5, 10))
+    x = np.random.default_rng(1).normal(size=(3, 10))
+    ex = fs.Explainer(lambda z: np.full(len(z), 3.0), bg, budget=50, seed=0)(x)
+    assert ex.method == "auto" and not ex.values.any() and not ex.standard_errors.any()
+    (scores,) = ex.diagnostics["held_out_errors"]
+    assert set(scores) == set(auto.SMALL_CANDIDATES)
+    assert all(0 <= score < 1e-3 for score in scores.values()), scores  # was ~1e273

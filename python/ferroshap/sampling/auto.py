@@ -409,10 +409,12 @@ def small_budget_errors(
     ``(v(S) - v(N minus S)) / 2`` of every sampled pair from fits on the other folds' pairs
     (``folds`` as :func:`~ferroshap.sampling.proxy_adjusted.complements` and its folds give
     them), summed over the folds and :func:`scored_columns`, relative to the odd part's sum of
-    squares. ``"odd-msr"`` predicts it by the regression ``phi`` ``[R, n]`` plus a proxy of the
-    odd residual ``odd`` ``[m, R]``, :data:`TREE_PROXY` by the odd part of its proxy,
-    :data:`SMALL_BLEND` by the mean of the two. ``phi`` is the regression on every pair,
-    held-out ones included, which can only flatter ``"odd-msr"``, the incumbent."""
+    squares (at least the values' own at rounding level, so a game with no odd part scores about
+    0 instead of rounding noise over nothing). ``"odd-msr"`` predicts it by the regression
+    ``phi`` ``[R, n]`` plus a proxy of the odd residual ``odd`` ``[m, R]``, :data:`TREE_PROXY`
+    by the odd part of its proxy, :data:`SMALL_BLEND` by the mean of the two. ``phi`` is the
+    regression on every pair, held-out ones included, which can only flatter ``"odd-msr"``, the
+    incumbent."""
     one_per_pair = np.flatnonzero(complement > np.arange(len(masks)))
     columns = scored_columns(np.arange(values.shape[1]))
     calls = []
@@ -429,7 +431,8 @@ def small_budget_errors(
             for j in columns
         ]
     sums = np.sum(in_threads(calls), axis=0)
-    return sums[:-1] / max(float(sums[-1]), np.finfo(float).tiny)
+    rounding = np.finfo(float).eps ** 2 * float(sums[-1])
+    return sums[:-2] / max(float(sums[-2]), rounding, np.finfo(float).tiny)
 
 
 def _fold_errors(
@@ -442,7 +445,7 @@ def _fold_errors(
     phi: np.ndarray,
 ) -> list[float]:
     """:func:`small_budget_errors`' squared errors of each candidate on one fold and column,
-    and the held-out odd part's sum of squares."""
+    the held-out odd part's sum of squares and that of the values it comes from."""
     partners = complement[held_out]
     y = (v[held_out] - v[partners]) / 2
     linear = masks[held_out] @ phi - phi.sum() / 2
@@ -452,4 +455,5 @@ def _fold_errors(
     booster = fit_small_budget_proxy(masks[train], v[train])
     tree = (predict_proxy(booster, masks[held_out]) - predict_proxy(booster, masks[partners])) / 2
     blend = (odd_msr + tree) / 2
-    return [*(float(np.sum((y - f) ** 2)) for f in (odd_msr, tree, blend)), float(y @ y)]
+    scale = float(v[held_out] @ v[held_out] + v[partners] @ v[partners])
+    return [*(float(np.sum((y - f) ** 2)) for f in (odd_msr, tree, blend)), float(y @ y), scale]
