@@ -190,43 +190,63 @@ pub fn binomial_f64(n: u64, k: u64) -> f64 {
     }
 }
 
-/// The `rank`-th `k`-subset of `0..n` in lexicographic order, as a packed coalition.
-///
-/// Requires `rank < C(n, k)` and `C(n, k) * n` to fit in a `u128` (see [`unrank_fits`]).
-pub fn unrank_subset(n: usize, k: usize, mut rank: u128, n_words: usize) -> Vec<u64> {
-    let mut mask = vec![0u64; n_words];
-    let mut remaining = k;
-    // `with_first` = number of subsets of the players after j of size `remaining` that include j
-    //              = C(n - j - 1, remaining - 1).
-    let mut with_first = if k == 0 {
-        0
-    } else {
-        binomial_u128((n - 1) as u64, (k - 1) as u64).unwrap_or(0)
-    };
-    for j in 0..n {
-        if remaining == 0 {
-            break;
-        }
-        let left = (n - j - 1) as u128; // players after j
-        if rank < with_first {
-            insert(&mut mask, j);
-            // C(left - 1, remaining - 2) = C(left, remaining - 1) * (remaining - 1) / left
-            with_first = (with_first * (remaining as u128 - 1))
-                .checked_div(left)
-                .unwrap_or(0);
-            remaining -= 1;
-        } else {
-            rank -= with_first;
-            // C(left - 1, remaining - 1) = C(left, remaining - 1) * (left - remaining + 1) / left
-            with_first = (with_first * (left + 1 - remaining as u128))
-                .checked_div(left)
-                .unwrap_or(0);
-        }
-    }
-    mask
+/// Unranks `k`-subsets of `0..n` in lexicographic order, from a table of the binomials the walk
+/// needs (built once, additions only), so each subset costs `n` lookups and no division.
+pub struct Unranker {
+    n: usize,
+    k: usize,
+    total: u128,
+    /// `C(a, b)` at `a * k + b` for `a < n`, `b < k`; saturated where it does not fit, which
+    /// only entries above `C(n, k)` can do and the walk never reads.
+    table: Vec<u128>,
 }
 
-/// Whether [`unrank_subset`] can work on `C(n, k)` without overflow; returns the binomial if so.
+impl Unranker {
+    /// The unranker of `k`-subsets of `0..n`, if [`unrank_fits`] allows them.
+    pub fn new(n: usize, k: usize) -> Option<Self> {
+        let total = unrank_fits(n, k)?;
+        let mut table = vec![0u128; n * k];
+        for a in 0..n {
+            for b in 0..k.min(a + 1) {
+                table[a * k + b] = if b == 0 || b == a {
+                    1
+                } else {
+                    let above = (a - 1) * k;
+                    table[above + b - 1].saturating_add(table[above + b])
+                };
+            }
+        }
+        Some(Self { n, k, total, table })
+    }
+
+    /// `C(n, k)`: the number of subsets, and the bound on ranks.
+    pub fn total(&self) -> u128 {
+        self.total
+    }
+
+    /// The `rank`-th subset (`rank < C(n, k)`), as a packed coalition over `n_words` words.
+    pub fn unrank(&self, mut rank: u128, n_words: usize) -> Vec<u64> {
+        let mut mask = vec![0u64; n_words];
+        let mut remaining = self.k;
+        for j in 0..self.n {
+            if remaining == 0 {
+                break;
+            }
+            // subsets of the players from j on, of size `remaining`, that hold j:
+            // C(n - j - 1, remaining - 1)
+            let with_first = self.table[(self.n - j - 1) * self.k + remaining - 1];
+            if rank < with_first {
+                insert(&mut mask, j);
+                remaining -= 1;
+            } else {
+                rank -= with_first;
+            }
+        }
+        mask
+    }
+}
+
+/// Whether [`Unranker`] can work on `C(n, k)` without overflow; returns the binomial if so.
 pub fn unrank_fits(n: usize, k: usize) -> Option<u128> {
     let c = binomial_u128(n as u64, k as u64)?;
     c.checked_mul(n as u128 + 1)?;
@@ -285,7 +305,8 @@ mod tests {
     fn unrank_enumerates_every_subset_once_in_order() {
         let (n, k) = (9, 4);
         let total = binomial_u128(n as u64, k as u64).unwrap();
-        let mut seen: Vec<u64> = (0..total).map(|r| unrank_subset(n, k, r, 1)[0]).collect();
+        let unranker = Unranker::new(n, k).unwrap();
+        let mut seen: Vec<u64> = (0..total).map(|r| unranker.unrank(r, 1)[0]).collect();
         assert!(seen.iter().all(|m| m.count_ones() as usize == k));
         let sorted_by_rank = seen.clone();
         seen.sort_unstable();
@@ -294,6 +315,23 @@ mod tests {
         // lexicographic on player lists: first subset is {0,1,2,3}
         assert_eq!(sorted_by_rank[0], 0b1111);
         assert_eq!(*sorted_by_rank.last().unwrap(), 0b1_1110_0000);
+    }
+
+    #[test]
+    fn unranking_reads_only_exact_binomials_even_where_the_table_saturates() {
+        // C(139, 69) overflows a u128: the table saturates there, the walk never reads it
+        let (n, k) = (140, 110);
+        let unranker = Unranker::new(n, k).unwrap();
+        let words = words_for(n);
+        let players = |mask: &[u64]| (0..n).filter(|&i| contains(mask, i)).collect::<Vec<_>>();
+        assert_eq!(players(&unranker.unrank(0, words)), (0..k).collect::<Vec<_>>());
+        let last = unranker.unrank(unranker.total() - 1, words);
+        assert_eq!(players(&last), (n - k..n).collect::<Vec<_>>());
+        for rank in [1, unranker.total() / 3, unranker.total() / 2] {
+            let (a, b) = (unranker.unrank(rank, words), unranker.unrank(rank + 1, words));
+            assert_eq!(popcount(&a), k);
+            assert!(players(&a) < players(&b), "rank order is lexicographic");
+        }
     }
 
     #[test]

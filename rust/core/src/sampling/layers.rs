@@ -1,11 +1,10 @@
 //! Distinct, uniformly random subsets of one size ("a layer").
 
-use std::collections::HashSet;
-
 use rand::Rng;
+use rustc_hash::{FxBuildHasher, FxHashSet};
 
 use crate::cancel::Cancel;
-use crate::coalitions::{mask_from_players, unrank_fits, unrank_subset, words_for};
+use crate::coalitions::{mask_from_players, words_for, Unranker};
 use crate::error::Result;
 
 /// Draws `count` distinct subsets of size `size` of the players `0..pool`, uniformly, as packed
@@ -24,12 +23,12 @@ pub fn distinct_subsets<R: Rng>(
     cancel: &Cancel,
 ) -> Result<Vec<Vec<u64>>> {
     let n_words = words_for(n_players);
-    match unrank_fits(pool, size) {
-        Some(total) => floyd_ranks(rng, total, count)
+    match Unranker::new(pool, size) {
+        Some(unranker) => floyd_ranks(rng, unranker.total(), count)
             .into_iter()
             .map(|rank| {
                 cancel.check()?;
-                Ok(unrank_subset(pool, size, rank, n_words))
+                Ok(unranker.unrank(rank, n_words))
             })
             .collect(),
         None => rejection_subsets(rng, pool, size, count, n_players, cancel),
@@ -40,18 +39,20 @@ pub fn distinct_subsets<R: Rng>(
 /// per subset.
 pub fn all_subsets(n_players: usize, size: usize, cancel: &Cancel) -> Result<Vec<Vec<u64>>> {
     let n_words = words_for(n_players);
-    let total = unrank_fits(n_players, size).unwrap_or(0);
-    (0..total)
+    let Some(unranker) = Unranker::new(n_players, size) else {
+        return Ok(Vec::new());
+    };
+    (0..unranker.total())
         .map(|rank| {
             cancel.check()?;
-            Ok(unrank_subset(n_players, size, rank, n_words))
+            Ok(unranker.unrank(rank, n_words))
         })
         .collect()
 }
 
 /// `count` distinct values of `0..total`, uniformly (Floyd's algorithm), in a seed-determined order.
 fn floyd_ranks<R: Rng>(rng: &mut R, total: u128, count: usize) -> Vec<u128> {
-    let mut seen = HashSet::with_capacity(count);
+    let mut seen = FxHashSet::with_capacity_and_hasher(count, FxBuildHasher);
     let mut order = Vec::with_capacity(count);
     for j in (total - count as u128)..total {
         let t = rng.random_range(0..=j);
@@ -70,7 +71,7 @@ fn rejection_subsets<R: Rng>(
     n_players: usize,
     cancel: &Cancel,
 ) -> Result<Vec<Vec<u64>>> {
-    let mut seen = HashSet::with_capacity(count);
+    let mut seen = FxHashSet::with_capacity_and_hasher(count, FxBuildHasher);
     let mut out = Vec::with_capacity(count);
     while out.len() < count {
         cancel.check()?;
@@ -89,6 +90,7 @@ mod tests {
     use crate::coalitions::popcount;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+    use std::collections::HashSet;
 
     #[test]
     fn small_layers_are_distinct_and_complete_when_asked_for_everything() {
