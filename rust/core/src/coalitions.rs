@@ -324,11 +324,17 @@ mod tests {
         let unranker = Unranker::new(n, k).unwrap();
         let words = words_for(n);
         let players = |mask: &[u64]| (0..n).filter(|&i| contains(mask, i)).collect::<Vec<_>>();
-        assert_eq!(players(&unranker.unrank(0, words)), (0..k).collect::<Vec<_>>());
+        assert_eq!(
+            players(&unranker.unrank(0, words)),
+            (0..k).collect::<Vec<_>>()
+        );
         let last = unranker.unrank(unranker.total() - 1, words);
         assert_eq!(players(&last), (n - k..n).collect::<Vec<_>>());
         for rank in [1, unranker.total() / 3, unranker.total() / 2] {
-            let (a, b) = (unranker.unrank(rank, words), unranker.unrank(rank + 1, words));
+            let (a, b) = (
+                unranker.unrank(rank, words),
+                unranker.unrank(rank + 1, words),
+            );
             assert_eq!(popcount(&a), k);
             assert!(players(&a) < players(&b), "rank order is lexicographic");
         }
