@@ -187,7 +187,7 @@ BORDER_MAX_PLAYERS = 12
 SMALL_CHOICE_MAX_PLAYERS = 16
 """Up to this many players, small budgets that a proxy can be fitted on go to ``"small-choice"``
 (on the same design); from :data:`BORDER_MAX_PLAYERS` + 1 on, smaller ones go to ``"leverage"``
-(docs/auto.md, "The choice at small budgets")."""
+(the evidence: docs/auto.md, "How the choice was checked")."""
 
 BORDER_FACTOR = 6
 """... below ``budget = BORDER_FACTOR * n`` (``"small-choice"``, or ``"kernel-wor"`` below
