@@ -155,3 +155,31 @@ fn normal_results_do_not_depend_on_the_thread_count() {
     };
     assert_eq!(run(1), run(3));
 }
+
+#[test]
+fn many_columns_give_the_values_of_their_blocks_of_64_estimated_apart() {
+    // 700 columns span several passes of the right-hand-side product at n = 50 and 100 and one
+    // at n = 8; the solves run per block of 64 columns whatever the pass: estimating the
+    // blocks one call each must give the same bits.
+    for (n, budget) in [(8, 120), (50, 1200), (100, 4096)] {
+        let d = design(Method::Leverage, n, budget, 11);
+        let estimator = Estimator::with_solver(&d, Solver::Normal).unwrap();
+        let columns = 700;
+        let values = random_values(d.n_coalitions(), columns, 5);
+        let together = estimator.estimate(&values, columns).unwrap();
+        for first in (0..columns).step_by(64) {
+            let width = 64.min(columns - first);
+            let block: Vec<f64> = values
+                .chunks(columns)
+                .flat_map(|row| &row[first..first + width])
+                .copied()
+                .collect();
+            let apart = estimator.estimate(&block, width).unwrap();
+            assert_eq!(
+                apart,
+                together[first * n..(first + width) * n],
+                "n = {n}, block at column {first}"
+            );
+        }
+    }
+}

@@ -36,6 +36,17 @@ pub const MAX_CONDITION: f64 = 1e6;
 /// not depend on the number of threads.
 const ROW_BLOCK: usize = 2048;
 
+/// Values per row-block accumulator of the right-hand-side product (`n ×` columns): small
+/// enough to stay in a core's L2 cache, so that each pass reads the coalition values once.
+const SWEEP_VALUES: usize = 32 * 1024;
+
+/// Columns of the coalition values summed in one pass over the design rows: a multiple of
+/// [`COLUMN_BLOCK`] (at least one block), so that the solves run on the same column blocks, and
+/// the same arithmetic, whatever the pass width.
+fn sweep_columns(n: usize) -> usize {
+    (SWEEP_VALUES / n.max(1) / COLUMN_BLOCK).max(1) * COLUMN_BLOCK
+}
+
 /// Iterations of the power and inverse-power methods behind the condition estimate.
 const CONDITION_ITERATIONS: usize = 30;
 
@@ -137,29 +148,33 @@ impl NormalSolver {
     ) -> Result<()> {
         let n = self.n;
         let inv_n = 1.0 / n as f64;
-        for start in (0..y.ncols()).step_by(COLUMN_BLOCK) {
+        let sweep = sweep_columns(n);
+        for first in (0..y.ncols()).step_by(sweep) {
             cancel.check()?;
-            let width = COLUMN_BLOCK.min(y.ncols() - start);
-            let y = y.subcols(start, width);
-            let alpha: Vec<f64> = (0..width)
+            let y = y.subcols(first, sweep.min(y.ncols() - first));
+            let alpha: Vec<f64> = (0..y.ncols())
                 .map(|j| (y[(self.proper.full, j)] - y[(self.proper.empty, j)]) * inv_n)
                 .collect();
-            let mut rhs = self.weighted_sums(y, &alpha, cancel)?;
-            for j in 0..width {
-                let mean = rhs.col(j).iter().sum::<f64>() * inv_n;
-                rhs.col_mut(j).iter_mut().for_each(|x| *x -= mean);
-            }
-            solve_in_place(
-                self.factor.as_ref(),
-                rhs.as_mut(),
-                Par::Seq,
-                MemStack::new(&mut []),
-            );
-            for j in 0..width {
-                let col = rhs.col(j);
-                let mean = col.iter().sum::<f64>() * inv_n;
-                for i in 0..n {
-                    phi[(i, start + j)] = alpha[j] + col[i] - mean;
+            let sums = self.weighted_sums(y, &alpha, cancel)?;
+            for start in (0..y.ncols()).step_by(COLUMN_BLOCK) {
+                let width = COLUMN_BLOCK.min(y.ncols() - start);
+                let mut rhs = sums.subcols(start, width).to_owned();
+                for j in 0..width {
+                    let mean = rhs.col(j).iter().sum::<f64>() * inv_n;
+                    rhs.col_mut(j).iter_mut().for_each(|x| *x -= mean);
+                }
+                solve_in_place(
+                    self.factor.as_ref(),
+                    rhs.as_mut(),
+                    Par::Seq,
+                    MemStack::new(&mut []),
+                );
+                for j in 0..width {
+                    let col = rhs.col(j);
+                    let mean = col.iter().sum::<f64>() * inv_n;
+                    for i in 0..n {
+                        phi[(i, first + start + j)] = alpha[start + j] + col[i] - mean;
+                    }
                 }
             }
         }
@@ -217,10 +232,11 @@ impl NormalSolver {
                         let r = y[(row, j)] - y[(self.proper.empty, j)] - alpha[j] * size;
                         *s = self.weights[p] * r;
                     }
-                    for_each_player(&self.bits[p * self.words..(p + 1) * self.words], |i| {
-                        let dst = &mut acc[i * width..(i + 1) * width];
-                        dst.iter_mut().zip(&scaled).for_each(|(d, s)| *d += s);
-                    });
+                    add_to_players(
+                        &mut acc,
+                        &self.bits[p * self.words..(p + 1) * self.words],
+                        &scaled,
+                    );
                 }
                 Ok(acc)
             })
@@ -231,6 +247,36 @@ impl NormalSolver {
         }
         Ok(Mat::from_fn(n, width, |i, j| total[i * width + j]))
     }
+}
+
+/// Adds `scaled` (one entry per column) to the row of `acc` (`n × scaled.len()`, row-major) of
+/// every player of the packed coalition `mask`, with the widest vector instructions the CPU has.
+/// Each entry's sum runs over the rows in the same order whatever the width, so the result is
+/// bit for bit the same on every CPU.
+fn add_to_players(acc: &mut [f64], mask: &[u64], scaled: &[f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        return unsafe { add_to_players_avx2(acc, mask, scaled) };
+    }
+    add_rows(acc, mask, scaled);
+}
+
+/// [`add_rows`] compiled with AVX2 (not in the baseline x86-64 target: twice its vector width).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn add_to_players_avx2(acc: &mut [f64], mask: &[u64], scaled: &[f64]) {
+    add_rows(acc, mask, scaled);
+}
+
+/// The body of [`add_to_players`].
+#[inline(always)]
+fn add_rows(acc: &mut [f64], mask: &[u64], scaled: &[f64]) {
+    let width = scaled.len();
+    for_each_player(mask, |i| {
+        let dst = &mut acc[i * width..(i + 1) * width];
+        dst.iter_mut().zip(scaled).for_each(|(d, s)| *d += s);
+    });
 }
 
 /// Calls `f` on every player of the packed coalition `mask`, in increasing order.
