@@ -5,7 +5,7 @@ of games with exact truth, resumable seed by seed.
 Usage::
 
     python benches/suite.py [--out DIR] [--smoke] [--games a,b] [--methods a,b] [--seeds K]
-                            [--first-seed S] [--factors 5,20,60] [--jobs J]
+                            [--first-seed S] [--factors 3,5,20,60] [--jobs J]
                             [--peer-cache DIR | --no-peer-cache]
 
 Writes ``DIR/cells/*.parquet`` (one per cell, rewritten after each of its seeds; rerun to resume
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--factors",
         type=lambda text: [int(part) for part in _names(text)],
-        help="budgets as multiples of n (default 5,20,60; smoke 5,20)",
+        help="budgets as multiples of n (default 3,5,20,60; smoke 5,20)",
     )
     parser.add_argument(
         "--jobs", type=int, default=1, help="worker processes, one (game, background) each"

@@ -1,6 +1,6 @@
 """The accuracy suite: every estimator of ours and every peer on a grid of games with exact truth.
 
-Grid: games (:data:`GRID_GAMES`, or any of :data:`SUITE_GAMES`) x budgets ``{5n, 20n, 60n}``
+Grid: games (:data:`GRID_GAMES`, or any of :data:`SUITE_GAMES`) x budgets ``{3n, 5n, 20n, 60n}``
 (capped below ``2**n``; a cell whose budget reaches ``2**n`` is run all the same and marked
 ``exact``) x backgrounds of :data:`BACKGROUNDS` rows, :data:`ROWS` explained rows, seeds ``0 ..
 19``. A *cell* is one (game, background, budget); each cell has its own Parquet file under
@@ -74,7 +74,7 @@ __all__ = [
 ROWS = 4
 """Explained rows per game."""
 
-BUDGET_FACTORS = (5, 20, 60)
+BUDGET_FACTORS = (3, 5, 20, 60)
 """Budgets of the grid, as multiples of n."""
 
 BACKGROUNDS = (1, 50)
