@@ -158,7 +158,7 @@ def cells(
     Examples
     --------
     >>> [c.budget for c in cells(["forest"], [1])]
-    [50, 200, 600]
+    [30, 50, 200, 600]
     """
     grid = []
     for game in games:
