@@ -51,7 +51,7 @@ def test_exact_exactly_from_two_to_the_n(n: int) -> None:
 def test_small_choice_or_kernel_wor_for_small_budgets_at_small_n(n: int) -> None:
     budget = auto.BORDER_FACTOR * n
     if budget < 2**n:
-        below = "small-choice" if budget - 1 >= minimum_budget(n) else "kernel-wor"
+        below = "small-choice" if budget - 1 >= auto.small_choice_minimum(n) else "kernel-wor"
         assert auto.choose(n, budget - 1).name == below
         assert auto.choose(n, budget).name not in ("small-choice", "kernel-wor")
     n_large = auto.SMALL_CHOICE_MAX_PLAYERS + 1
@@ -59,19 +59,24 @@ def test_small_choice_or_kernel_wor_for_small_budgets_at_small_n(n: int) -> None
 
 
 @pytest.mark.parametrize("n", [auto.BORDER_MAX_PLAYERS + 1, auto.SMALL_CHOICE_MAX_PLAYERS])
-def test_small_choice_beyond_the_border_limit_only_where_a_proxy_fits(n: int) -> None:
+def test_small_choice_beyond_the_border_limit_from_its_minimum_on(n: int) -> None:
     small = auto.BORDER_FACTOR * n - 1
     assert auto.choose(n, small).name == "small-choice"
     assert auto.choose(n, small, paired=False).name == "proxy-leverage"
-    assert auto.choose(n, minimum_budget(n) - 1).name == "leverage"
+    assert auto.choose(n, auto.small_choice_minimum(n)).name == "small-choice"
+    assert auto.choose(n, auto.small_choice_minimum(n) - 1).name == "leverage"
     assert auto.choose(n, small + 1).name == "odd-choice"
 
 
-def test_small_choice_from_the_proxy_minimum_and_with_pairing_only() -> None:
+def test_small_choice_from_three_n_and_with_pairing_only() -> None:
     n = 10
-    assert auto.choose(n, minimum_budget(n) - 1).name == "kernel-wor"
-    assert auto.choose(n, minimum_budget(n)).name == "small-choice"
-    assert auto.choose(n, minimum_budget(n), paired=False).name == "kernel-wor"
+    assert auto.small_choice_minimum(n) == 3 * n < minimum_budget(n)
+    assert auto.choose(n, 3 * n - 1).name == "kernel-wor"
+    assert auto.choose(n, 3 * n).name == "small-choice"
+    assert auto.choose(n, 3 * n, paired=False).name == "kernel-wor"
+    # few players: still at least SMALL_CHOICE_MIN_PAIRS sampled pairs
+    assert auto.small_choice_minimum(6) == 2 * auto.SMALL_CHOICE_MIN_PAIRS + 2
+    assert auto.choose(6, 2 * auto.SMALL_CHOICE_MIN_PAIRS + 1).name == "kernel-wor"
 
 
 def test_leverage_below_the_proxy_minimum() -> None:
@@ -99,7 +104,8 @@ def test_the_rule_is_a_function_of_its_arguments_only() -> None:
 @pytest.mark.parametrize(
     ("n", "budget", "recipe"),
     [
-        (12, 40, "kernel-wor"),
+        (12, 35, "kernel-wor"),
+        (12, 36, "small-choice"),
         (12, 60, "small-choice"),
         (30, 100, "leverage"),
         (12, 200, "odd-choice"),
@@ -175,7 +181,7 @@ def test_auto_is_not_worse_than_leverage(model: str) -> None:
             total += float(np.sum((phi - exact) ** 2) / np.sum(exact**2))
         return total
 
-    for budget in (50, 500):  # kernel-wor, odd-choice (proxy-leverage: test_proxy_adjusted)
+    for budget in (50, 500):  # small-choice, odd-choice (proxy-leverage: test_proxy_adjusted)
         assert error("auto", budget) <= 1.05 * error("leverage", budget), budget
 
 

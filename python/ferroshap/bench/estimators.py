@@ -22,7 +22,7 @@ from ferroshap import _core
 from ferroshap.bench.peers import PEERS, Estimator, unavailable_reason
 from ferroshap.query.games import TabularGame
 from ferroshap.sampling import auto
-from ferroshap.sampling.auto import minimum_budget
+from ferroshap.sampling.auto import proxy_minimum
 from ferroshap.sampling.proxy_adjusted import adjust
 
 __all__ = [
@@ -64,7 +64,7 @@ def _recipe(name: str) -> Estimator:
         game = TabularGame(model, background, X)
         values = np.ascontiguousarray(game.evaluate(design.masks()), dtype=np.float64)
         phi = design.estimate(values)
-        if recipe.proxy is not None and budget >= minimum_budget(n):
+        if recipe.proxy is not None and budget >= proxy_minimum(recipe.proxy, n):
             phi = adjust(recipe.proxy, design, values, phi)
         return phi
 

@@ -54,6 +54,7 @@ __all__ = [
     "SMALL_CANDIDATES",
     "SMALL_CHOICE",
     "SMALL_CHOICE_MAX_PLAYERS",
+    "SMALL_CHOICE_MIN_PAIRS",
     "TREE_PROXY",
     "Choice",
     "HoldOut",
@@ -63,9 +64,11 @@ __all__ = [
     "fit_column_proxy",
     "held_out_errors",
     "minimum_budget",
+    "proxy_minimum",
     "resolve",
     "scored_columns",
     "small_budget_errors",
+    "small_choice_minimum",
     "tree_proxy_values",
 ]
 
@@ -141,6 +144,35 @@ def minimum_budget(n: int) -> int:
     return max(4 * n, 2 * MIN_PAIRS + 2)
 
 
+SMALL_CHOICE_MIN_PAIRS = 14
+"""Fewest sampled coalition pairs :data:`SMALL_CHOICE` runs on: those of the smallest budget it
+was checked at (3n at n = 10; docs/auto.md, "How the choice was checked")."""
+
+
+def small_choice_minimum(n: int) -> int:
+    """Smallest budget :data:`SMALL_CHOICE` runs at: ``max(3 n, 2 SMALL_CHOICE_MIN_PAIRS + 2)``.
+    Its held-out choice still picks well from fewer pairs than a proxy adjustment needs.
+
+    Examples
+    --------
+    >>> small_choice_minimum(10), small_choice_minimum(14)
+    (30, 42)
+    """
+    return max(3 * n, 2 * SMALL_CHOICE_MIN_PAIRS + 2)
+
+
+def proxy_minimum(proxy: str, n: int) -> int:
+    """Smallest budget the proxy adjustment ``proxy`` runs at: :func:`small_choice_minimum` for
+    :data:`SMALL_CHOICE`, :func:`minimum_budget` for the others.
+
+    Examples
+    --------
+    >>> proxy_minimum("small-choice", 10), proxy_minimum("proxy-leverage", 10)
+    (30, 42)
+    """
+    return small_choice_minimum(n) if proxy == SMALL_CHOICE else minimum_budget(n)
+
+
 @dataclass(frozen=True)
 class Recipe:
     """One estimator ``auto`` can run.
@@ -185,13 +217,13 @@ BORDER_MAX_PLAYERS = 12
 """Up to this many players, small budgets go to the kernel's without-replacement design."""
 
 SMALL_CHOICE_MAX_PLAYERS = 16
-"""Up to this many players, small budgets that a proxy can be fitted on go to ``"small-choice"``
-(on the same design); from :data:`BORDER_MAX_PLAYERS` + 1 on, smaller ones go to ``"leverage"``
-(the evidence: docs/auto.md, "How the choice was checked")."""
+"""Up to this many players, small budgets from :func:`small_choice_minimum` on go to
+``"small-choice"`` (on the same design); from :data:`BORDER_MAX_PLAYERS` + 1 on, smaller ones go
+to ``"leverage"`` (the evidence: docs/auto.md, "How the choice was checked")."""
 
 BORDER_FACTOR = 6
 """... below ``budget = BORDER_FACTOR * n`` (``"small-choice"``, or ``"kernel-wor"`` below
-:func:`minimum_budget`); docs/auto.md, "The rule"."""
+:func:`small_choice_minimum`); docs/auto.md, "The rule"."""
 
 
 def choose(n: int, budget: int, paired: bool = True) -> Recipe:
@@ -201,10 +233,11 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
 
     1. ``budget >= 2**n`` (and ``n <= 24``): ``"exact"`` (full enumeration, no warning);
     2. ``n <= 16``, ``budget < 6 n``, pairing on and the budget at least
-       :func:`minimum_budget`: ``"small-choice"`` on a ``"kernel-wor"`` design (``"odd-msr"``,
-       the design's regression adjusted by Tree MSR of its odd residual, ``"tree-proxy"``, a
-       proxy of the game itself, or their mean, whichever predicts held-out pairs best); else,
-       at ``n <= 12`` and ``budget < 6 n``, ``"kernel-wor"`` (border sizes enumerated);
+       :func:`small_choice_minimum` (3n, 30 at least): ``"small-choice"`` on a ``"kernel-wor"``
+       design (``"odd-msr"``, the design's regression adjusted by Tree MSR of its odd residual,
+       ``"tree-proxy"``, a proxy of the game itself, or their mean, whichever predicts held-out
+       pairs best); else, at ``n <= 12`` and ``budget < 6 n``, ``"kernel-wor"`` (border sizes
+       enumerated);
     3. ``budget`` below :func:`minimum_budget` (too few pairs
        to fit a proxy): ``"leverage"``;
     4. paired designs: ``"odd-choice"``, which keeps whichever of ``"proxy-leverage"``,
@@ -216,17 +249,17 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
 
     Examples
     --------
-    >>> choose(8, 256).name, choose(10, 50).name, choose(10, 40).name, choose(30, 100).name
+    >>> choose(8, 256).name, choose(10, 50).name, choose(10, 29).name, choose(30, 100).name
     ('exact', 'small-choice', 'kernel-wor', 'leverage')
     >>> choose(30, 512).name, choose(30, 512, paired=False).name
     ('odd-choice', 'proxy-leverage')
-    >>> choose(14, 70).name, choose(14, 42).name
+    >>> choose(14, 42).name, choose(14, 41).name
     ('small-choice', 'leverage')
     """
     if n <= _core.MAX_EXACT_PLAYERS and _core.covers_all(n, budget):
         return RECIPES["exact"]
     if budget < BORDER_FACTOR * n:
-        if n <= SMALL_CHOICE_MAX_PLAYERS and paired and budget >= minimum_budget(n):
+        if n <= SMALL_CHOICE_MAX_PLAYERS and paired and budget >= small_choice_minimum(n):
             return RECIPES["small-choice"]
         if n <= BORDER_MAX_PLAYERS:
             return RECIPES["kernel-wor"]

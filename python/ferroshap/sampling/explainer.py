@@ -89,8 +89,8 @@ class Explainer:
         names (``feature_names``, and ``data`` holds them too).
     method
         ``"auto"`` (the default): a design chosen by the number of features and the budget
-        (:func:`ferroshap.sampling.auto.choose`), then from the proxy's minimum budget on the
-        candidate estimator that predicts held-out coalitions of that design best (described in
+        (:func:`ferroshap.sampling.auto.choose`), then from ``max(3n, 30)`` coalitions on (up to 16
+        features; ``max(4n, 42)`` beyond) the estimator that predicts held-out ones best (see
         ``docs/auto.md``); :attr:`Explanation.estimator` names what ran and
         ``diagnostics["held_out_errors"]`` the candidates' scores. Or one of
         :data:`ferroshap.METHODS`: ``"kernel"``, ``"kernel-wor"``, ``"leverage"``,
