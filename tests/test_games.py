@@ -54,3 +54,21 @@ def test_compiled_builder_names_bad_arguments() -> None:
         _core.fill_masked_inputs(out, masks, -index, rows, index * 0, background)
     with pytest.raises(TypeError, match="out"):
         _core.fill_masked_inputs(out.astype(int), masks, index, rows, index * 0, background)
+
+
+def test_compiled_builder_reads_strided_indices_and_names_the_first_negative_one() -> None:
+    masks = np.array([[True, False, True], [False, True, False]])
+    rows = np.arange(6.0).reshape(2, 3)
+    background = -np.ones((1, 3))
+    contiguous, strided = np.empty((2, 3)), np.empty((2, 3))
+    _core.fill_masked_inputs(
+        contiguous, masks, np.array([1, 0]), rows, np.array([0, 1]), background
+    )
+    every_other = np.array([1, 7, 0, 7], dtype=np.int64)[::2]  # a view with stride 2
+    _core.fill_masked_inputs(strided, masks, every_other, rows, np.array([0, 1]), background)
+    np.testing.assert_array_equal(strided, contiguous)
+    np.testing.assert_array_equal(contiguous, [[-1.0, 1.0, -1.0], [3.0, -1.0, 5.0]])
+    with pytest.raises(InvalidArgumentError, match=r"row_index: -3 is negative"):
+        _core.fill_masked_inputs(
+            strided, masks, every_other, rows, np.array([2, -3, -1])[1:], background
+        )
