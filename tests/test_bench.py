@@ -127,3 +127,13 @@ def test_added_suite_games_have_efficient_exact_truth(build) -> None:
     gap = game.model(game.X) - game.model(game.background).mean()
     np.testing.assert_allclose(game.truth.sum(axis=1), gap, atol=1e-9)
     assert game.truth.shape == game.X.shape and np.abs(game.truth).sum() > 0
+
+
+def test_timed_protocols_measure_nothing_when_every_task_is_skipped() -> None:
+    from ferroshap.bench.protocols import Task, measure
+
+    assert measure([], rounds=3) == []  # e.g. high_dim(skip_baselines=True)'s peer pass
+    calls = []
+    one = Task("one", 1, lambda: (calls.append(1), (0.5, 0.1))[1])
+    (record,) = measure([one], rounds=2)
+    assert len(calls) == 2 and record["seconds"] == 0.5

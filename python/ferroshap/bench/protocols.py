@@ -187,7 +187,7 @@ def measure(tasks: Sequence[Task], rounds: int) -> list[dict]:
     run's seconds (``run_seconds``, ``run_model_seconds``) for per-round ratios.
     """
     runs: dict[str, list[tuple[float, float]]] = {task.name: [] for task in tasks}
-    for round_ in range(rounds):
+    for round_ in range(rounds if tasks else 0):  # no tasks (e.g. baselines skipped): no runs
         shift = round_ % len(tasks)
         for task in [*tasks[shift:], *tasks[:shift]]:
             runs[task.name].append(task.run())
