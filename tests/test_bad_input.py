@@ -163,6 +163,21 @@ def test_core_errors_carry_the_argument_name(call: Callable[[], object], argumen
     assert str(info.value).startswith(f"{argument}: ")
 
 
+def test_the_plan_ranges_are_checked_in_one_place() -> None:
+    # the engines' checks before any model query are the core's own, with its wording
+    with pytest.raises(InvalidArgumentError) as checked:
+        _core.check_plan("permutation", 4, 7)
+    with pytest.raises(InvalidArgumentError) as planned:
+        _core.plan("permutation", 4, 7, 0)
+    with pytest.raises(InvalidArgumentError) as explained:
+        fs.shapley_values(lambda masks: masks.sum(axis=1) * 1.0, 4, method="permutation", budget=7)
+    assert str(checked.value) == str(planned.value) == str(explained.value)
+    # without a budget, only what does not depend on it
+    assert _core.check_plan("permutation", 4) is None
+    with pytest.raises(InvalidArgumentError, match="at most 24 features"):
+        _core.check_plan("exact", 25)
+
+
 @pytest.mark.parametrize(
     ("case", "argument"),
     [

@@ -25,6 +25,7 @@ __all__ = [
     "SparseFunction",
     "Spectrum",
     "__version__",
+    "check_plan",
     "covers_all",
     "exact_interactions",
     "fill_masked_inputs",
@@ -199,6 +200,23 @@ def plan(
     ``budget`` counts distinct coalitions, empty and grand included; with ``paired=True`` an odd
     budget is rounded down. ``budget >= 2**n`` (or ``method="exact"``) gives full enumeration.
     Raises ``ValueError`` (``ferroshap.InvalidArgumentError``) naming the bad argument.
+    """
+
+def check_plan(method: str, n_players: int, budget: int | None = None) -> None:
+    """Raise what :func:`plan` would raise for these arguments before it samples, without
+    planning: ``n_players`` of zero, ``"exact"`` above :data:`MAX_EXACT_PLAYERS` players, a
+    ``budget`` below 2, or below ``2 * n_players`` for ``"permutation"``. With ``budget=None``,
+    only what does not depend on the budget is checked.
+
+    Examples
+    --------
+    >>> check_plan("leverage", 30, 512) is None
+    True
+    >>> try:
+    ...     check_plan("permutation", 4, 7)
+    ... except ValueError as err:
+    ...     print(err.argument)
+    budget
     """
 
 def covers_all(n_players: int, budget: int) -> bool:

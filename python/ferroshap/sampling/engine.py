@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ferroshap import _core, validation
-from ferroshap._core import InvalidArgumentError
 from ferroshap.groups import Groups, GroupsArgument, read_groups
 from ferroshap.query.backend import DEFAULT_MAX_BYTES, check_n_jobs, limited
 from ferroshap.query.games import RawGame, TabularGame, apply_link
@@ -234,23 +233,19 @@ def expand_masks(masks: np.ndarray, groups: Groups | None) -> np.ndarray:
 
 
 def check_method(method: str, n: int) -> None:
+    """``method`` is one of the names ``auto`` and the engines accept, and the core's ranges
+    for ``n`` players hold (``"exact"``: at most ``_core.MAX_EXACT_PLAYERS``)."""
     check_choice(method, "method", [AUTO, *_core.METHODS, *PROXY_METHODS])
-    if method == "exact" and n > _core.MAX_EXACT_PLAYERS:
-        raise InvalidArgumentError(
-            f"method='exact' enumerates all 2**n coalitions and supports at most "
-            f"{_core.MAX_EXACT_PLAYERS} features; got n={n}",
-            argument="method",
-        )
+    if method in _core.METHODS:
+        _core.check_plan(method, n)
 
 
 def check_budget(budget: Any, method: str, n: int) -> int:
+    """``budget`` as an int the core accepts for ``method`` on ``n`` players (its type and
+    bounds here, the method's own minimum in the core)."""
     value = check_int(budget, "budget", 2, BUDGET_LIMIT)
-    if method == "permutation" and value < 2 * n:
-        raise InvalidArgumentError(
-            f"budget must be at least 2n = {2 * n} for method='permutation' with n={n}, "
-            f"got {value}",
-            argument="budget",
-        )
+    if method in _core.METHODS:
+        _core.check_plan(method, n, value)
     return value
 
 

@@ -253,6 +253,23 @@ fn covers_all(n_players: usize, budget: u64) -> bool {
     ferroshap_core::coalitions::covers_all(n_players, budget)
 }
 
+/// The ranges of a plan, checked without planning; see `_core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (method, n_players, budget = None))]
+fn check_plan(py: Python<'_>, method: &str, n_players: usize, budget: Option<u64>) -> PyResult<()> {
+    let method: Method = method.parse().map_err(|e| to_py_err(py, e))?;
+    let request = PlanRequest {
+        method,
+        n_players,
+        // no budget: check only what does not depend on it
+        budget: budget.unwrap_or(u64::MAX),
+        seed: 0,
+        stream: 0,
+        paired: false,
+    };
+    sampling::validate(request).map_err(|e| to_py_err(py, e))
+}
+
 /// Coalitions a design of `method` holds; see `_core.pyi`.
 #[pyfunction]
 fn planned_coalitions(
@@ -294,6 +311,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FULL_ROW", FULL_ROW)?;
     m.add("FIRST_SAMPLED_ROW", FIRST_SAMPLED_ROW)?;
     m.add_class::<PyDesign>()?;
+    m.add_function(wrap_pyfunction!(check_plan, m)?)?;
     m.add_function(wrap_pyfunction!(covers_all, m)?)?;
     m.add_function(wrap_pyfunction!(planned_coalitions, m)?)?;
     m.add_function(wrap_pyfunction!(solver_bytes, m)?)?;

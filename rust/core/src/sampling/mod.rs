@@ -284,7 +284,11 @@ pub fn plan_cancellable(request: PlanRequest, cancel: &Cancel) -> Result<Design>
     })
 }
 
-fn validate(request: PlanRequest) -> Result<()> {
+/// Checks `request`'s ranges without planning: the errors [`plan`] gives before it samples
+/// (`n_players` of zero, `exact` above [`MAX_EXACT_PLAYERS`], a budget below 2, or below `2n` for
+/// permutation sampling), worded for the Python caller, which checks them here before any model
+/// query.
+pub fn validate(request: PlanRequest) -> Result<()> {
     let PlanRequest {
         method,
         n_players: n,
@@ -298,8 +302,9 @@ fn validate(request: PlanRequest) -> Result<()> {
         return Err(CoreError::invalid(
             "method",
             format!(
-                "\"exact\" enumerates 2^n coalitions and accepts at most {MAX_EXACT_PLAYERS} \
-                 players, got n = {n}; use a sampling method such as \"leverage\""
+                "method='exact' enumerates all 2**n coalitions and accepts at most \
+                 {MAX_EXACT_PLAYERS} features; got n={n} (use a sampling method such as \
+                 'leverage')"
             ),
         ));
     }
@@ -316,8 +321,8 @@ fn validate(request: PlanRequest) -> Result<()> {
         return Err(CoreError::invalid(
             "budget",
             format!(
-                "\"permutation\" needs at least 2n = {} coalitions for one antithetic pair, \
-                 got {budget}",
+                "the budget must be at least 2n = {} for method='permutation' with n={n} (one \
+                 antithetic pair of permutations); got {budget}",
                 2 * n
             ),
         ));
