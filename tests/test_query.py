@@ -87,9 +87,9 @@ class Recording(Counting):
 
 @pytest.mark.parametrize("limit", [None, 40])
 def test_inputs_filled_ahead_are_the_inputs_of_their_chunk(data, limit) -> None:
-    # with two workers the next chunk is filled on a helper thread while the model runs; one
+    # with two workers the next chunks are filled on a helper thread while the model runs; one
     # worker fills each chunk when asked: the model must see the same batches either way, also
-    # when a chunk runs out of memory and is halved (the chunk filled ahead is then dropped)
+    # when a chunk runs out of memory and is halved (the chunks filled ahead are then dropped)
     background, X = data
     runs = {}
     for n_jobs in (1, 2):

@@ -26,6 +26,7 @@ from ferroshap.query.frame_inputs import FrameInputs
 from ferroshap.query.frames import FrameSchema, is_frame
 from ferroshap.query.loop import (
     DEFAULT_OPTIONS,
+    FILLED_AHEAD,
     DesignMasks,
     DeviceInputs,
     HostInputs,
@@ -339,21 +340,20 @@ class TabularGame:
     def query_bytes(self, n_pairs: int) -> dict[str, int]:
         """Host memory of the largest model call :meth:`evaluate` makes on ``n_pairs``
         (coalition, row) pairs, in bytes by buffer (see :mod:`ferroshap.validation`): the chunk's
-        masks (as read from a design, and their feature masks), the pair indices (twice: one
-        chunk may be filled ahead), the masked inputs in two buffers (one when nothing is
-        filled ahead: this is the bound) with as much again for what the model allocates on
-        them (none on an accelerator: they live in its memory) and the
-        model's outputs with their float64 copy and finiteness check. The whole masks and the
-        values of every pair are the caller's."""
+        masks (as read from a design, and their feature masks), the pair indices and masked
+        inputs of the model's chunk and the ``FILLED_AHEAD`` filled ahead (the bound; one
+        when nothing is), as much again as one for what the model allocates (none on an
+        accelerator: the inputs live in its memory) and the model's outputs with their float64
+        copy and finiteness check. The whole masks and the values of every pair are the caller's."""
         pairs = min(n_pairs, self.pairs_per_call())
         model_rows = pairs * self._n_background
         k = int(np.prod(self.output_shape, dtype=np.int64))
         on_host = self._backend.on_host
         return {
             "masks chunk": 2 * (pairs // self.n_rows + 2) * self.n_players,
-            "pair indices": 8 * pairs * FLOAT,
+            "pair indices": 4 * (1 + FILLED_AHEAD) * pairs * FLOAT,
             "model input chunk": (
-                (1 + MODEL_FACTOR) * model_rows * self.n_players * self._inputs.itemsize
+                (FILLED_AHEAD + MODEL_FACTOR) * model_rows * self.n_players * self._inputs.itemsize
                 if on_host
                 else 0
             ),

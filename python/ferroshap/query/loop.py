@@ -34,6 +34,7 @@ libraries it does nothing.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -245,6 +246,11 @@ def warm_heap() -> bool:
 
 _COMPILED_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
+FILLED_AHEAD = 2
+"""Chunks :class:`HostInputs` fills ahead of the model on its helper thread (each in its own
+buffer besides the model's): with two, the helper starts the next fill as soon as one is done
+instead of waiting for the model to take it."""
+
 
 class DesignMasks:
     """The coalitions of a planned design, expanded from its bits a chunk at a time.
@@ -288,12 +294,13 @@ def whole(masks: Masks) -> np.ndarray:
 
 
 class HostInputs:
-    """Masked inputs of NumPy data, built into a reused host buffer (two within :meth:`ahead`).
+    """Masked inputs of NumPy data, built into a reused host buffer (``1 + FILLED_AHEAD``
+    within :meth:`ahead`).
 
     float32 / float64 data are filled by the compiled core (parallel, one pass over memory);
     other dtypes by two NumPy copies. Within :meth:`ahead`, the compiled core fills the next
-    chunk into a second buffer on a helper thread while the model runs on this one, so on a
-    machine with a spare core the model seldom waits for its inputs.
+    :data:`FILLED_AHEAD` chunks into buffers of their own on a helper thread while the model
+    runs on this one, so on a machine with a spare core the model seldom waits for its inputs.
     """
 
     def __init__(self, background: np.ndarray, x_rows: np.ndarray) -> None:
@@ -301,12 +308,12 @@ class HostInputs:
         self.background = np.ascontiguousarray(background, dtype=self.dtype)
         self.x_rows = np.ascontiguousarray(x_rows, dtype=self.dtype)
         self.itemsize = self.dtype.itemsize
-        self._buffers = [np.empty(0, self.dtype), np.empty(0, self.dtype)]
+        self._buffers = [np.empty(0, self.dtype) for _ in range(FILLED_AHEAD + 1)]
         self._slot = 0
         self._masks = np.empty((0, background.shape[1]), bool)
         self._n_pairs = 0
         self._pool: ThreadPoolExecutor | None = None
-        self._next: tuple[tuple[int, int], Future[np.ndarray]] | None = None
+        self._ahead: deque[tuple[tuple[int, int], Future[np.ndarray]]] = deque()
 
     def prepare(self, masks: Masks, rows: np.ndarray | None) -> None:
         """Read ``masks`` (on explained rows ``rows``, see ``TabularGame.evaluate``) for the
@@ -326,10 +333,10 @@ class HostInputs:
 
     @contextmanager
     def ahead(self) -> Iterator[None]:
-        """Within the block, each chunk the compiled core fills has its successor (same size)
-        filled on a helper thread, with one worker fewer than the caller's ``n_jobs`` limit
-        allows (the model has the other); nothing runs ahead with a single worker, nor for what
-        NumPy fills. The block waits for that thread."""
+        """Within the block, each chunk the compiled core fills has its next
+        :data:`FILLED_AHEAD` successors (same size) filled on a helper thread, with one worker
+        fewer than the caller's ``n_jobs`` limit allows (the model has the other); nothing runs
+        ahead with a single worker, nor for what NumPy fills. The block waits for that thread."""
         if self.dtype not in _COMPILED_DTYPES or workers() < 2:
             yield
             return
@@ -343,28 +350,34 @@ class HostInputs:
 
     def batch(self, start: int, stop: int) -> np.ndarray:
         """The model inputs ``[(stop - start) * B, n]`` of pairs ``start .. stop``."""
-        if self._next is not None and self._next[0] == (start, stop):
-            batch = self._next[1].result()
-            self._next = None
+        if self._ahead and self._ahead[0][0] == (start, stop):
+            batch = self._ahead.popleft()[1].result()
         else:
             self._settle()  # a chunk other than the one filled ahead (halved after an error)
-            batch = self._fill(self._slot, start, stop)
+            batch = self._fill(self._claim(), start, stop)
         if self._pool is None or self._design is None:  # nothing filled ahead: one buffer
             return batch
-        self._slot = 1 - self._slot
-        following = (stop, min(self._n_pairs, 2 * stop - start))
-        if following[0] < following[1]:
+        last = self._ahead[-1][0] if self._ahead else (start, stop)
+        while len(self._ahead) < FILLED_AHEAD and last[1] < self._n_pairs:
+            last = (last[1], min(self._n_pairs, 2 * last[1] - last[0]))
             # the model runs on this thread meanwhile: the fill leaves it one of the workers
-            fill = bound_to(workers() - 1, partial(self._fill, self._slot, *following))
-            self._next = (following, self._pool.submit(fill))
+            fill = bound_to(workers() - 1, partial(self._fill, self._claim(), *last))
+            self._ahead.append((last, self._pool.submit(fill)))
         return batch
 
+    def _claim(self) -> int:
+        """The buffer of the next chunk to fill: the one after the last claimed, in turn (the
+        first alone while nothing is filled ahead)."""
+        if self._pool is None or self._design is None:
+            return 0
+        self._slot = (self._slot + 1) % len(self._buffers)
+        return self._slot
+
     def _settle(self) -> None:
-        """Wait for the chunk filled ahead, if any, and drop it (its errors too: the chunk is
+        """Wait for the chunks filled ahead, if any, and drop them (their errors too: a chunk is
         filled again when asked for)."""
-        if self._next is not None:
-            self._next[1].exception()
-            self._next = None
+        while self._ahead:
+            self._ahead.popleft()[1].exception()
 
     def _fill(self, slot: int, start: int, stop: int) -> np.ndarray:
         n_background, n = self.background.shape
