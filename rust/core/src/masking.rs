@@ -107,60 +107,95 @@ pub fn fill_masked_inputs<T: Copy + Send + Sync>(
     mask_index: &[usize],
     row_index: &[usize],
 ) -> Result<()> {
+    fill_masked_inputs_walking(out, sources, mask_index, row_index, Walk::Parallel)
+}
+
+/// How [`fill_masked_inputs_walking`] goes over the pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walk {
+    /// In parallel, on the current rayon pool.
+    Parallel,
+    /// On the calling thread alone, pair after pair: for a caller that already runs each fill
+    /// on a thread of its own, where handing the work to a pool of one thread would only add a
+    /// round trip between threads per call.
+    Serial,
+}
+
+/// [`fill_masked_inputs`], walking the pairs as `walk` says (the same values either way).
+pub fn fill_masked_inputs_walking<T: Copy + Send + Sync>(
+    out: &mut [T],
+    sources: MaskSources<'_, T>,
+    mask_index: &[usize],
+    row_index: &[usize],
+    walk: Walk,
+) -> Result<()> {
     let n = sources.n_features;
     let block = sources.background.len();
     check_pairs(out.len(), sources, mask_index, row_index)?;
     if block == 0 {
         return Ok(());
     }
-    let pairs = out
-        .par_chunks_mut(block)
-        .zip(mask_index.par_iter().zip(row_index.par_iter()))
-        // a pair's block can be one short row: keep enough of them per task that rayon's
-        // scheduling stays small next to the copying
-        .with_min_len(PAIRS_PER_TASK.div_ceil(block).max(1));
+    let fill = |dst: &mut [T], (&mi, &ri): (&usize, &usize), scratch: &mut Vec<bool>| {
+        fill_pair(dst, &sources, mi, ri, scratch)
+    };
+    if walk == Walk::Parallel {
+        out.par_chunks_mut(block)
+            .zip(mask_index.par_iter().zip(row_index.par_iter()))
+            // a pair's block can be one short row: keep enough of them per task that rayon's
+            // scheduling stays small next to the copying
+            .with_min_len(PAIRS_PER_TASK.div_ceil(block).max(1))
+            .for_each_init(
+                || vec![false; n],
+                |scratch, (dst, pair)| fill(dst, pair, scratch),
+            );
+    } else {
+        let mut scratch = vec![false; n];
+        for (dst, pair) in out.chunks_mut(block).zip(mask_index.iter().zip(row_index)) {
+            fill(dst, pair, &mut scratch);
+        }
+    }
+    Ok(())
+}
+
+/// The `B` input rows of one pair (coalition `mi`, explained row `ri`) into `dst`; `scratch`
+/// holds a coalition's feature indicators where they are unpacked.
+#[inline]
+fn fill_pair<T: Copy>(
+    dst: &mut [T],
+    sources: &MaskSources<'_, T>,
+    mi: usize,
+    ri: usize,
+    scratch: &mut [bool],
+) {
+    let n = sources.n_features;
+    let x = &sources.rows[ri * n..(ri + 1) * n];
+    let rows = dst
+        .chunks_exact_mut(n)
+        .zip(sources.background.chunks_exact(n));
     if let Coalitions::Packed {
         matrix,
         player_of_feature: None,
     } = sources.masks
     {
         // one player per feature: read the coalition's bits in place, a word at a time
-        pairs.for_each(|(dst, (&mi, &ri))| {
-            let bits = matrix.row(mi);
-            let x = &sources.rows[ri * n..(ri + 1) * n];
-            for (dst_row, bg_row) in dst
-                .chunks_exact_mut(n)
-                .zip(sources.background.chunks_exact(n))
-            {
-                let words = dst_row
-                    .chunks_mut(64)
-                    .zip(x.chunks(64))
-                    .zip(bg_row.chunks(64));
-                for (&word, ((d, xs), bs)) in bits.iter().zip(words) {
-                    select(d, xs, bs, word);
-                }
+        let bits = matrix.row(mi);
+        for (dst_row, bg_row) in rows {
+            let words = dst_row
+                .chunks_mut(64)
+                .zip(x.chunks(64))
+                .zip(bg_row.chunks(64));
+            for (&word, ((d, xs), bs)) in bits.iter().zip(words) {
+                select(d, xs, bs, word);
             }
-        });
+        }
     } else {
-        pairs.for_each_init(
-            || vec![false; n],
-            |scratch, (dst, (&mi, &ri))| {
-                let mask = sources.masks.row(mi, n, scratch);
-                let x = &sources.rows[ri * n..(ri + 1) * n];
-                for (dst_row, bg_row) in dst
-                    .chunks_exact_mut(n)
-                    .zip(sources.background.chunks_exact(n))
-                {
-                    for (((d, &inside), &xi), &bi) in
-                        dst_row.iter_mut().zip(mask).zip(x).zip(bg_row)
-                    {
-                        *d = if inside { xi } else { bi };
-                    }
-                }
-            },
-        );
+        let mask = sources.masks.row(mi, n, scratch);
+        for (dst_row, bg_row) in rows {
+            for (((d, &inside), &xi), &bi) in dst_row.iter_mut().zip(mask).zip(x).zip(bg_row) {
+                *d = if inside { xi } else { bi };
+            }
+        }
     }
-    Ok(())
 }
 
 /// Output values per rayon task, at least (a few pages: more than scheduling costs).
@@ -327,7 +362,7 @@ mod tests {
         let pairs = 500;
         let mask_index: Vec<usize> = (0..pairs).map(|j| (j * 7) % m).collect();
         let row_index: Vec<usize> = (0..pairs).map(|j| j % 5).collect();
-        let fill = |masks| {
+        let fill = |masks, walk| {
             let sources = MaskSources {
                 n_features: n,
                 masks,
@@ -335,15 +370,20 @@ mod tests {
                 background: &background,
             };
             let mut out = vec![0.0; pairs * b * n];
-            fill_masked_inputs(&mut out, sources, &mask_index, &row_index).map(|()| out)
+            fill_masked_inputs_walking(&mut out, sources, &mask_index, &row_index, walk)
+                .map(|()| out)
         };
         let packed = Coalitions::Packed {
             matrix: &matrix,
             player_of_feature: None,
         };
+        let expected = fill(Coalitions::Indicators(&indicators), Walk::Parallel).unwrap();
+        // either source of the coalitions, walked in parallel or on the calling thread alone
+        assert_eq!(fill(packed, Walk::Parallel).unwrap(), expected);
+        assert_eq!(fill(packed, Walk::Serial).unwrap(), expected);
         assert_eq!(
-            fill(packed).unwrap(),
-            fill(Coalitions::Indicators(&indicators)).unwrap()
+            fill(Coalitions::Indicators(&indicators), Walk::Serial).unwrap(),
+            expected
         );
     }
 

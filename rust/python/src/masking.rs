@@ -1,14 +1,15 @@
 //! Binding of the masked-input builder (`ferroshap-core::masking`) for float32 / float64 data.
 
-use ferroshap_core::masking::{fill_masked_inputs as fill_core, Coalitions, MaskSources};
+use ferroshap_core::masking::{fill_masked_inputs_walking, Coalitions, MaskSources, Walk};
 use ferroshap_core::CoreError;
 use numpy::{Element, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::exceptions::to_py_err;
-use crate::runner::guarded;
+use crate::runner::{guarded, guarded_here};
 use crate::sampling::PyDesign;
+use crate::threads::thread_limit;
 
 /// Fills `out` with the masked inputs of the given (mask, row) pairs; see `_core.pyi`.
 #[pyfunction]
@@ -124,8 +125,19 @@ fn fill_typed<T: Element + Copy + Send + Sync>(
     };
     let out = out.as_slice_mut().map_err(|_| contiguous("out"))?;
     let (mask_index, row_index) = (&pairs.mask_index, &pairs.row_index);
-    py.detach(|| guarded(|| fill_core(out, sources, mask_index, row_index)))
-        .map_err(|e| to_py_err(py, e))
+    // a limit of one thread (the engine's helper thread filling ahead of the model): fill here,
+    // without a round trip to a pool of one thread on every chunk
+    let walk = if thread_limit() == 1 {
+        Walk::Serial
+    } else {
+        Walk::Parallel
+    };
+    let fill = move || fill_masked_inputs_walking(out, sources, mask_index, row_index, walk);
+    py.detach(|| match walk {
+        Walk::Serial => guarded_here(fill),
+        Walk::Parallel => guarded(fill),
+    })
+    .map_err(|e| to_py_err(py, e))
 }
 
 /// The entries of `index` as `usize`, or an error naming `name` and its first negative entry.

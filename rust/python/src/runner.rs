@@ -86,8 +86,8 @@ pub fn guarded<T: Send>(f: impl FnOnce() -> Result<T, CoreError> + Send) -> Resu
     within_limit(thread_limit(), || guarded_here(f))
 }
 
-/// [`guarded`] on the calling thread's pool, whatever its limit.
-fn guarded_here<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
+/// [`guarded`] on the calling thread (and its pool, whatever its limit).
+pub fn guarded_here<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
         let what = payload
             .downcast_ref::<&str>()
