@@ -19,6 +19,7 @@ __all__ = [
     "Design",
     "DeviceMemoryError",
     "FerroshapError",
+    "InputFiller",
     "InvalidArgumentError",
     "InvalidTypeError",
     "SketchPlan",
@@ -268,6 +269,44 @@ def fill_masked_inputs(
     share one float dtype; every array is C-contiguous. Runs in parallel with the GIL released.
     Raises ``InvalidArgumentError`` naming a misshapen argument or a bad index.
     """
+
+@final
+class InputFiller:
+    """Fills a :class:`Design`'s masked inputs (as :func:`fill_masked_inputs` does) a chunk at a
+    time ahead of the model, on a thread of its own that never takes the GIL.
+
+    The pairs ``start .. n_pairs`` are cut into chunks of ``chunk`` pairs (the last may be
+    shorter); chunk ``k`` is written to the front of ``buffers[k % len(buffers)]`` (1-D arrays of
+    the data's dtype, each holding at least ``chunk * B * n`` values). Pair ``p`` is
+    (coalition ``p // R``, row ``p % R``) of the ``R`` rows, or (coalition ``p``, row
+    ``row_of_pair[p]``). The thread fills chunk ``k`` once the caller has taken chunk
+    ``k - len(buffers) + 1``: the caller must be done with a chunk's buffer when it takes the one
+    after. Each fill runs on that thread alone (``threads=1``) or on a pool of ``threads``.
+    Raises ``InvalidArgumentError`` naming a misshapen argument and ``TypeError`` for a wrong
+    dtype. The thread stops on :meth:`close`, when the object is dropped, after the last chunk
+    or after a chunk that failed.
+    """
+
+    def __new__(
+        cls,
+        buffers: list[NDArray[np.float32]] | list[NDArray[np.float64]],
+        design: Design,
+        rows: NDArray[np.float32] | NDArray[np.float64],
+        background: NDArray[np.float32] | NDArray[np.float64],
+        *,
+        n_pairs: int,
+        start: int,
+        chunk: int,
+        player_of_feature: NDArray[np.int64] | None = None,
+        row_of_pair: NDArray[np.int64] | None = None,
+        threads: int = 1,
+    ) -> InputFiller: ...
+    def take(self) -> tuple[int, int, int]:
+        """Wait (GIL released, Ctrl-C honoured) for the next chunk; return ``(slot, first,
+        stop)``: its buffer's index and its pairs. Raises the error its fill met, or
+        ``InvalidArgumentError`` when no chunk is left or the filler is closed."""
+    def close(self) -> None:
+        """Stop the thread after the chunk it is filling and wait for it."""
 
 # --- sparse set functions, interactions, ProxySPEX (rust/python/src/interactions.rs) ---
 

@@ -34,19 +34,16 @@ libraries it does nothing.
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ferroshap import _core
 from ferroshap._core import DeviceMemoryError, InvalidArgumentError
-from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, bound_to, progress_bar, workers
+from ferroshap.query.backend import DEFAULT_MAX_BYTES, ArrayBackend, progress_bar, workers
 from ferroshap.validation import check_flag, check_int
 
 __all__ = [
@@ -247,9 +244,9 @@ def warm_heap() -> bool:
 _COMPILED_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 FILLED_AHEAD = 2
-"""Chunks :class:`HostInputs` fills ahead of the model on its helper thread (each in its own
-buffer besides the model's): with two, the helper starts the next fill as soon as one is done
-instead of waiting for the model to take it."""
+"""Chunks :class:`HostInputs` fills ahead of the model on the core's filler thread (each in its
+own buffer besides the model's): with two, the filler starts the next fill as soon as one is
+done instead of waiting for the model to take it."""
 
 
 class DesignMasks:
@@ -294,13 +291,14 @@ def whole(masks: Masks) -> np.ndarray:
 
 
 class HostInputs:
-    """Masked inputs of NumPy data, built into a reused host buffer (``1 + FILLED_AHEAD``
+    """Masked inputs of NumPy data, built into reused host buffers (``1 + FILLED_AHEAD``
     within :meth:`ahead`).
 
     float32 / float64 data are filled by the compiled core (parallel, one pass over memory);
-    other dtypes by two NumPy copies. Within :meth:`ahead`, the compiled core fills the next
-    :data:`FILLED_AHEAD` chunks into buffers of their own on a helper thread while the model
-    runs on this one, so on a machine with a spare core the model seldom waits for its inputs.
+    other dtypes by two NumPy copies. Within :meth:`ahead`, a planned design's chunks are filled
+    by the core's :class:`~ferroshap._core.InputFiller` on a thread of its own, which takes no
+    GIL: it keeps the next :data:`FILLED_AHEAD` chunks filled while the model runs on this
+    thread, so on a machine with a spare core the model seldom waits for its inputs.
     """
 
     def __init__(self, background: np.ndarray, x_rows: np.ndarray) -> None:
@@ -309,11 +307,11 @@ class HostInputs:
         self.x_rows = np.ascontiguousarray(x_rows, dtype=self.dtype)
         self.itemsize = self.dtype.itemsize
         self._buffers = [np.empty(0, self.dtype) for _ in range(FILLED_AHEAD + 1)]
-        self._slot = 0
         self._masks = np.empty((0, background.shape[1]), bool)
         self._n_pairs = 0
-        self._pool: ThreadPoolExecutor | None = None
-        self._ahead: deque[tuple[tuple[int, int], Future[np.ndarray]]] = deque()
+        self._filling_ahead = False
+        self._filler: _core.InputFiller | None = None
+        self._next = (0, 0)  # the pairs of the filler's next chunk
 
     def prepare(self, masks: Masks, rows: np.ndarray | None) -> None:
         """Read ``masks`` (on explained rows ``rows``, see ``TabularGame.evaluate``) for the
@@ -333,53 +331,65 @@ class HostInputs:
 
     @contextmanager
     def ahead(self) -> Iterator[None]:
-        """Within the block, each chunk the compiled core fills has its next
-        :data:`FILLED_AHEAD` successors (same size) filled on a helper thread, with one worker
-        fewer than the caller's ``n_jobs`` limit allows (the model has the other); nothing runs
-        ahead with a single worker, nor for what NumPy fills. The block waits for that thread."""
+        """Within the block, a planned design's chunks are filled ahead of the model
+        (:data:`FILLED_AHEAD` of them, each the size of the first) on the core's own thread,
+        when the caller's ``n_jobs`` limit leaves it a worker besides the model's; nothing runs
+        ahead with a single worker, nor for what NumPy fills. The block stops that thread."""
         if self.dtype not in _COMPILED_DTYPES or workers() < 2:
             yield
             return
-        with ThreadPoolExecutor(1, thread_name_prefix="ferroshap-inputs") as pool:
-            self._pool = pool
-            try:
-                yield
-            finally:
-                self._pool = None
-                self._settle()
+        self._filling_ahead = True
+        try:
+            yield
+        finally:
+            self._filling_ahead = False
+            self._settle()
 
     def batch(self, start: int, stop: int) -> np.ndarray:
         """The model inputs ``[(stop - start) * B, n]`` of pairs ``start .. stop``."""
-        if self._ahead and self._ahead[0][0] == (start, stop):
-            batch = self._ahead.popleft()[1].result()
-        else:
-            self._settle()  # a chunk other than the one filled ahead (halved after an error)
-            batch = self._fill(self._claim(), start, stop)
-        if self._pool is None or self._design is None:  # nothing filled ahead: one buffer
-            return batch
-        last = self._ahead[-1][0] if self._ahead else (start, stop)
-        while len(self._ahead) < FILLED_AHEAD and last[1] < self._n_pairs:
-            last = (last[1], min(self._n_pairs, 2 * last[1] - last[0]))
-            # the model runs on this thread meanwhile: the fill leaves it one of the workers
-            fill = bound_to(workers() - 1, partial(self._fill, self._claim(), *last))
-            self._ahead.append((last, self._pool.submit(fill)))
-        return batch
+        if self._filler is not None and self._next == (start, stop):
+            slot, first, last = self._filler.take()
+            self._next = (last, min(self._n_pairs, 2 * last - first))
+            size = (last - first) * self.background.size
+            return self._buffers[slot][:size].reshape(-1, self.background.shape[1])
+        self._settle()  # a chunk other than the one filled ahead (halved after an error)
+        if not self._filling_ahead or self._design is None or stop >= self._n_pairs:
+            return self._fill(start, stop)
+        # this chunk here, in the last buffer; the next ones on the core's thread meanwhile
+        # (its chunk k goes to buffer k % 3 once chunk k - 1 is taken: the model is then done
+        # with this one)
+        self._filler = self._start_filler(stop, stop - start)
+        self._next = (stop, min(self._n_pairs, 2 * stop - start))
+        return self._fill(start, stop, slot=len(self._buffers) - 1)
 
-    def _claim(self) -> int:
-        """The buffer of the next chunk to fill: the one after the last claimed, in turn (the
-        first alone while nothing is filled ahead)."""
-        if self._pool is None or self._design is None:
-            return 0
-        self._slot = (self._slot + 1) % len(self._buffers)
-        return self._slot
+    def _start_filler(self, start: int, chunk: int) -> _core.InputFiller:
+        """A filler of the design's chunks of ``chunk`` pairs from pair ``start`` on."""
+        size = min(chunk, self._n_pairs) * self.background.size
+        for slot, buffer in enumerate(self._buffers):
+            if buffer.size < size:
+                self._buffers[slot] = np.empty(size, self.dtype)
+        assert self._design is not None
+        return _core.InputFiller(
+            self._buffers,
+            self._design.design,
+            self.x_rows,
+            self.background,
+            n_pairs=self._n_pairs,
+            start=start,
+            chunk=chunk,
+            player_of_feature=self._design.player_of_feature,
+            row_of_pair=None if self._rows is None else np.asarray(self._rows, dtype=np.int64),
+            threads=workers() - 1,  # the model has the other one
+        )
 
     def _settle(self) -> None:
-        """Wait for the chunks filled ahead, if any, and drop them (their errors too: a chunk is
+        """Stop the filler, if any (what it filled ahead is dropped, its errors too: a chunk is
         filled again when asked for)."""
-        while self._ahead:
-            self._ahead.popleft()[1].exception()
+        if self._filler is not None:
+            self._filler.close()
+            self._filler = None
 
-    def _fill(self, slot: int, start: int, stop: int) -> np.ndarray:
+    def _fill(self, start: int, stop: int, slot: int = 0) -> np.ndarray:
         n_background, n = self.background.shape
         mask_index, row_index = pair_indices(np, start, stop, len(self.x_rows), self._rows)
         if self._source is not None:  # pairs are mask-major: one contiguous run of masks

@@ -14,7 +14,7 @@ use crate::exceptions::to_py_err;
 use crate::threads::{thread_limit, within_limit};
 
 /// How often the calling thread runs Python's signal handlers while the core works.
-const SIGNAL_POLL: Duration = Duration::from_millis(50);
+pub(crate) const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// How many interrupts this process has seen: every running [`interruptible`] call, on any
 /// thread, stops once it changes. Signals reach Python's main thread only, so a core call on a
