@@ -85,17 +85,26 @@ class Recording(Counting):
         return super().__call__(batch)
 
 
-@pytest.mark.parametrize("limit", [None, 40])
-def test_inputs_filled_ahead_are_the_inputs_of_their_chunk(data, limit) -> None:
+@pytest.mark.parametrize(
+    ("limit", "groups", "dtype"),
+    [(None, None, np.float64), (40, None, np.float64), (None, [[0, 2], [1, 3, 4]], np.float32)],
+)
+def test_inputs_filled_ahead_are_the_inputs_of_their_chunk(data, limit, groups, dtype) -> None:
     # with two workers the next chunks are filled on the core's thread while the model runs; one
     # worker fills each chunk when asked: the model must see the same batches either way, also
     # when a chunk runs out of memory and is halved (the chunks filled ahead are then dropped)
-    background, X = data
+    background, X = (a.astype(dtype) for a in data)
     runs = {}
     for n_jobs in (1, 2):
         model = Recording(limit)
         ex = fs.Explainer(
-            model, background, method="leverage", budget=40, n_jobs=n_jobs, batch_size=80
+            model,
+            background,
+            method="leverage",
+            budget=40 if groups is None else 6,
+            n_jobs=n_jobs,
+            batch_size=80 if groups is None else 10,
+            groups=groups,
         )
         runs[n_jobs] = model, ex(X).values
     (one, values_one), (two, values_two) = runs[1], runs[2]
@@ -131,7 +140,7 @@ def test_a_model_error_mid_query_leaves_no_filling_thread(data) -> None:
     before = _threads()
     with pytest.raises(RuntimeError, match="model failed"):
         ex(X)
-    assert _threads() == before
+    assert _threads() <= before  # none left behind (another test's may have ended meanwhile)
 
 
 def test_shapley_values_chunks_and_halves_a_raw_game() -> None:
