@@ -87,7 +87,7 @@ struct Pairs<'py> {
     row_index: Vec<usize>,
 }
 
-fn fill_typed<T: Element + Copy + Send + Sync>(
+fn fill_typed<T: Element + Copy + Send + Sync + 'static>(
     py: Python<'_>,
     out: &Bound<'_, PyArray2<T>>,
     rows: &Bound<'_, PyAny>,
@@ -249,7 +249,7 @@ struct Sources<T> {
     threads: usize,
 }
 
-impl<T: Copy + Send + Sync> Sources<T> {
+impl<T: Copy + Send + Sync + 'static> Sources<T> {
     /// Fills chunk `pairs` into buffer `slot`.
     fn fill(&self, slot: usize, (start, stop): (usize, usize)) -> Result<(), CoreError> {
         // SAFETY: see `Raw`; lengths were checked when the filler was made.
