@@ -110,6 +110,17 @@ def test_the_filler_fills_each_chunk_as_the_builder_does(dtype, threads) -> None
     filler.close()  # closing twice is harmless
 
 
+def test_a_closed_filler_gives_no_chunk_and_does_not_wait() -> None:
+    design, data, bg, _ = filler_case()
+    buffers = [np.empty(4 * bg.size) for _ in range(3)]
+    pairs = design.n_coalitions * len(data)
+    filler = _core.InputFiller(buffers, design, data, bg, n_pairs=pairs, start=0, chunk=4)
+    assert filler.take()[1:] == (0, 4)
+    filler.close()  # chunks filled ahead meanwhile are dropped
+    with pytest.raises(InvalidArgumentError, match="closed"):
+        filler.take()
+
+
 def test_the_filler_reads_one_row_per_pair() -> None:
     design, data, bg, _ = filler_case()
     m = design.n_coalitions

@@ -306,7 +306,8 @@ class InputFiller:
         stop)``: its buffer's index and its pairs. Raises the error its fill met, or
         ``InvalidArgumentError`` when no chunk is left or the filler is closed."""
     def close(self) -> None:
-        """Stop the thread after the chunk it is filling and wait for it."""
+        """Stop the thread after the chunk it is filling and wait for it; chunks filled ahead
+        and not taken are dropped (:meth:`take` then raises)."""
 
 # --- sparse set functions, interactions, ProxySPEX (rust/python/src/interactions.rs) ---
 

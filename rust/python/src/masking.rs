@@ -216,7 +216,7 @@ struct State {
     taken: usize,
     /// Outcomes of the chunks filled and not yet taken, in order.
     done: VecDeque<Result<(), CoreError>>,
-    /// Set when the filler stops: the worker fills nothing more.
+    /// Set by `close()` or after a chunk that failed: the worker fills nothing more.
     closed: bool,
 }
 
@@ -303,7 +303,11 @@ impl<T: Copy + Send + Sync + 'static> Sources<T> {
             drop(state);
             let outcome = guarded_here(|| self.fill(k % schedule.slots, pairs));
             let failed = outcome.is_err();
-            shared.lock().done.push_back(outcome);
+            {
+                let mut state = shared.lock();
+                state.done.push_back(outcome);
+                state.closed |= failed; // nothing after a chunk that failed
+            }
             shared.changed.notify_all();
             if failed {
                 return;
@@ -390,23 +394,16 @@ impl PyInputFiller {
 
     /// Waits for the next chunk and returns its buffer and pairs; see `_core.pyi`.
     fn take(&self, py: Python<'_>) -> PyResult<(usize, usize, usize)> {
-        let (taken, closed) = {
-            let state = self.shared.lock();
-            (state.taken, state.closed)
-        };
-        let pairs = match self.schedule.pairs(taken) {
-            Some(pairs) if !closed => pairs,
-            _ => {
-                return Err(to_py_err(
-                    py,
-                    CoreError::invalid("take", "no chunk left to take".to_string()),
-                ))
-            }
+        let taken = self.shared.lock().taken;
+        let no_chunk = |why: &str| to_py_err(py, CoreError::invalid("take", why.to_string()));
+        let Some(pairs) = self.schedule.pairs(taken) else {
+            return Err(no_chunk("no chunk left to take"));
         };
         loop {
+            // Some(Some(outcome)): the chunk; Some(None): none will come; None: not yet
             let outcome = py.detach(|| {
                 let mut state = self.shared.lock();
-                if state.done.is_empty() {
+                if state.done.is_empty() && !state.closed {
                     state = self
                         .shared
                         .changed
@@ -414,17 +411,24 @@ impl PyInputFiller {
                         .unwrap_or_else(|p| p.into_inner())
                         .0;
                 }
-                let outcome = state.done.pop_front();
-                if outcome.is_some() {
-                    state.taken += 1;
+                match state.done.pop_front() {
+                    Some(outcome) => {
+                        state.taken += 1;
+                        Some(Some(outcome))
+                    }
+                    None => state.closed.then_some(None),
                 }
-                outcome
             });
             match outcome {
-                Some(outcome) => {
+                Some(Some(outcome)) => {
                     self.shared.changed.notify_all();
                     outcome.map_err(|e| to_py_err(py, e))?;
                     return Ok((taken % self.schedule.slots, pairs.0, pairs.1));
+                }
+                Some(None) => {
+                    return Err(no_chunk(
+                        "the filler is closed (by close(), or after a chunk that failed)",
+                    ))
                 }
                 None => py.check_signals()?,
             }
@@ -439,7 +443,11 @@ impl PyInputFiller {
 
 impl PyInputFiller {
     fn stop(&mut self) {
-        self.shared.lock().closed = true;
+        {
+            let mut state = self.shared.lock();
+            state.closed = true;
+            state.done.clear(); // what was filled ahead is not taken after a close
+        }
         self.shared.changed.notify_all();
         if let Some(worker) = self.worker.take() {
             // the worker catches panics of the fill itself: nothing to report here
