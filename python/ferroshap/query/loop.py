@@ -348,9 +348,9 @@ class HostInputs:
     def batch(self, start: int, stop: int) -> np.ndarray:
         """The model inputs ``[(stop - start) * B, n]`` of pairs ``start .. stop``."""
         if self._filler is not None and self._next == (start, stop):
-            slot, first, last = self._filler.take()
-            self._next = (last, min(self._n_pairs, 2 * last - first))
-            size = (last - first) * self.background.size
+            slot, start, stop = self._filler.take()
+            self._next = self._after(start, stop)
+            size = (stop - start) * self.background.size
             return self._buffers[slot][:size].reshape(-1, self.background.shape[1])
         self._settle()  # a chunk other than the one filled ahead (halved after an error)
         if not self._filling_ahead or self._design is None or stop >= self._n_pairs:
@@ -359,8 +359,12 @@ class HostInputs:
         # (its chunk k goes to buffer k % 3 once chunk k - 1 is taken: the model is then done
         # with this one)
         self._filler = self._start_filler(stop, stop - start)
-        self._next = (stop, min(self._n_pairs, 2 * stop - start))
+        self._next = self._after(start, stop)
         return self._fill(start, stop, slot=len(self._buffers) - 1)
+
+    def _after(self, start: int, stop: int) -> tuple[int, int]:
+        """The pairs of the chunk after ``start .. stop``: the filler's next, of the same size."""
+        return stop, min(self._n_pairs, 2 * stop - start)
 
     def _start_filler(self, start: int, chunk: int) -> _core.InputFiller:
         """A filler of the design's chunks of ``chunk`` pairs from pair ``start`` on."""

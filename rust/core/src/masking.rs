@@ -26,13 +26,13 @@ pub enum Coalitions<'a> {
 }
 
 impl<'a> Coalitions<'a> {
-    /// Number of coalitions, or an error naming `masks` when the shape does not fit `n`
-    /// features.
-    fn count(&self, n: usize) -> Result<usize> {
+    /// Number of coalitions, or an error when they do not fit `n` features, naming
+    /// `player_of_feature` or else `argument` (what the caller calls the coalitions).
+    pub fn count(&self, n: usize, argument: &'static str) -> Result<usize> {
         match *self {
             Coalitions::Indicators(masks) if masks.len() % n == 0 => Ok(masks.len() / n),
             Coalitions::Indicators(masks) => Err(CoreError::invalid(
-                "masks",
+                argument,
                 format!("expected {n} columns, got {} values", masks.len()),
             )),
             Coalitions::Packed {
@@ -43,7 +43,7 @@ impl<'a> Coalitions<'a> {
                 match player_of_feature {
                     None if players == n => Ok(matrix.n_rows()),
                     None => Err(CoreError::invalid(
-                        "masks",
+                        argument,
                         format!("the design has {players} players but the data {n} features"),
                     )),
                     Some(map) if map.len() != n => Err(CoreError::invalid(
@@ -353,7 +353,7 @@ fn check_pairs<T>(
             ))
         }
     };
-    let n_masks = sources.masks.count(n)?;
+    let n_masks = sources.masks.count(n, "masks")?;
     let n_rows = rows_of(sources.rows.len(), "rows")?;
     let n_background = rows_of(sources.background.len(), "background")?;
     if n_background == 0 {

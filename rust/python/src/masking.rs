@@ -507,7 +507,14 @@ impl Typed<'_, '_> {
             return Err(contiguous("background"));
         }
         let design = &self.design.get().design;
-        let (n_masks, n_rows) = (design.coalitions.n_rows(), rows.shape()[0]);
+        let coalitions = Coalitions::Packed {
+            matrix: &design.coalitions,
+            player_of_feature: self.player_of_feature.as_deref(),
+        };
+        let n_masks = coalitions
+            .count(n_features, "design")
+            .map_err(|e| to_py_err(py, e))?;
+        let n_rows = rows.shape()[0];
         let pairs_available = match &self.row_of_pair {
             None => n_masks.saturating_mul(n_rows),
             Some(of_pair) => {
@@ -557,23 +564,6 @@ impl Typed<'_, '_> {
             row_of_pair: self.row_of_pair,
             threads: self.threads,
         };
-        if let Some(map) = &sources.player_of_feature {
-            let players = design.coalitions.n_players();
-            if map.len() != n_features || map.iter().any(|&p| p >= players) {
-                return Err(invalid(
-                    "player_of_feature",
-                    format!("expected {n_features} players below {players}"),
-                ));
-            }
-        } else if design.n_players != n_features {
-            return Err(invalid(
-                "design",
-                format!(
-                    "has {} players but the data {n_features} features",
-                    design.n_players
-                ),
-            ));
-        }
         let shared = Arc::clone(shared);
         std::thread::Builder::new()
             .name("ferroshap-inputs".into())
