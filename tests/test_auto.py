@@ -10,7 +10,7 @@ import pytest
 import ferroshap as fs
 from conftest import all_masks
 from ferroshap.bench.games import SumOfUnanimity
-from ferroshap.sampling import auto
+from ferroshap.sampling import auto, proxy_adjusted, small_choice
 from ferroshap.sampling.auto import (
     CANDIDATES,
     ODD_MSR,
@@ -290,7 +290,8 @@ def test_the_choice_is_the_best_held_out_candidate_and_reproducible() -> None:
 
 def test_the_small_budget_choice_reports_its_winner_and_queries_only_the_budget() -> None:
     # three unanimity games of order 3-4 at n = 10, budget 5n: a tree proxy of the game itself
-    # predicts held-out pairs better than the regression's Tree-MSR correction or their mean
+    # predicts held-out pairs better than the regression's Tree-MSR correction, so the mix that
+    # runs leans on the proxy
     n, units = 10, [([0, 1, 2, 3], 3.0), ([4, 5, 6], 2.0), ([2, 7, 8], -1.5)]
 
     def game(z: np.ndarray) -> np.ndarray:
@@ -308,9 +309,10 @@ def test_the_small_budget_choice_reports_its_winner_and_queries_only_the_budget(
     again = fs.Explainer(game, np.zeros((1, n)), budget=50, seed=2)(np.ones((2, n)))
     assert np.array_equal(first.values, again.values)
     (scores,) = first.diagnostics["held_out_errors"]
-    assert list(scores) == list(SMALL_CANDIDATES) and first.estimator == TREE_PROXY
-    assert scores[TREE_PROXY] < scores["odd-msr"]
-    assert first.estimator == min(scores, key=scores.get)
+    assert list(scores) == list(SMALL_CANDIDATES) and scores[TREE_PROXY] < scores[ODD_MSR]
+    weight, _ = small_choice.mix_weight(np.array(list(scores.values())))
+    assert weight < 0.5  # mostly the tree proxy
+    assert first.estimator == {1.0: ODD_MSR, 0.0: TREE_PROXY}.get(weight, SMALL_BLEND)
     assert np.allclose(first.values.sum(1), sum(weight for _, weight in units))
     assert first.standard_errors.shape == first.values.shape
     assert np.all(first.standard_errors > 0)
@@ -327,3 +329,73 @@ def test_the_small_budget_blend_is_the_mean_of_its_two_estimates() -> None:
     )
     assert np.allclose(blend, (of_msr + of_tree) / 2, rtol=0, atol=1e-12)
     assert np.isclose(blend.sum(), values[fs._core.FULL_ROW, 0] - values[fs._core.EMPTY_ROW, 0])
+
+
+@pytest.mark.parametrize("planned", ["kernel-wor", "leverage"])
+def test_the_odd_regression_on_every_pair_is_the_designs_own(planned: str) -> None:
+    # a paired design's weighted regression depends on the values through their odd parts only
+    n = 9
+    game = SumOfUnanimity.random(n, 12, 4, seed=3)
+    design = fs._core.plan(planned, n, 6 * n, 4)
+    masks = design.masks()
+    v = np.ascontiguousarray(game(masks), dtype=np.float64)
+    complement = proxy_adjusted.complements(masks)
+    pairs = np.flatnonzero(complement > np.arange(len(masks)))
+    phi = small_choice.odd_regression(masks, v, design.weights(), pairs, complement[pairs])
+    assert np.allclose(phi, design.estimate(v), rtol=0, atol=1e-10)
+    assert np.isclose(phi.sum(), v[fs._core.FULL_ROW] - v[fs._core.EMPTY_ROW])
+
+
+def test_the_small_budget_scores_never_see_the_pairs_they_score(monkeypatch) -> None:
+    # each fold's regression is fitted on the pairs of the other folds alone
+    n = 10
+    game = SumOfUnanimity.random(n, 10, 3, seed=1)
+    design = fs._core.plan("kernel-wor", n, 5 * n, 0)
+    masks = design.masks()
+    values = np.ascontiguousarray(game(masks)[:, None], dtype=np.float64)
+    complement = proxy_adjusted.complements(masks)
+    folds = proxy_adjusted._folds(complement, auto.HOLDOUT_FOLDS, 0, 0)
+    seen = []
+    real = small_choice.odd_regression
+
+    def spy(masks, v, weights, pairs, partners):
+        seen.append({int(folds[r]) for r in (*pairs, *partners)})
+        return real(masks, v, weights, pairs, partners)
+
+    monkeypatch.setattr(small_choice, "odd_regression", spy)
+    odd = proxy_adjusted.odd_residual(masks, complement, values, design.estimate(values))
+    small_choice.small_budget_errors(masks, values, odd, design.weights(), complement, folds)
+    every = set(range(auto.HOLDOUT_FOLDS))
+    assert sorted(tuple(every - used) for used in seen) == [(k,) for k in sorted(every)]
+
+
+def test_an_order_two_game_keeps_its_exact_regression_at_small_budgets() -> None:
+    # the regression on every pair fits the odd part exactly: "odd-msr" scores 0 and wins even
+    # where one fold's pairs alone would not determine the regression
+    n = 10
+    game, _ = order_two_game(n)
+    for seed in range(4):
+        design = fs._core.plan("kernel-wor", n, 3 * n, seed)
+        masks = design.masks()
+        values = np.ascontiguousarray(game(masks)[:, None], dtype=np.float64)
+        complement = proxy_adjusted.complements(masks)
+        folds = proxy_adjusted._folds(complement, auto.HOLDOUT_FOLDS, seed, 0)
+        odd = proxy_adjusted.odd_residual(masks, complement, values, design.estimate(values))
+        weights = design.weights()
+        errors = small_choice.small_budget_errors(masks, values, odd, weights, complement, folds)
+        assert errors[0] == 0.0 and SMALL_CANDIDATES[int(np.argmin(errors))] == ODD_MSR
+
+
+def test_the_small_budget_mix_runs_with_the_weight_its_scores_give(monkeypatch) -> None:
+    n = 8
+    game = SumOfUnanimity.random(n, 6, 4, seed=5)
+    design = fs._core.plan("kernel-wor", n, 5 * n, 1)
+    values = np.ascontiguousarray(game(design.masks())[:, None], dtype=np.float64)
+    phi = design.estimate(values)
+    scores = np.array([0.4, 0.3, 0.2])  # the best mix of these leans on the tree proxy
+    monkeypatch.setattr(proxy_adjusted, "small_budget_errors", lambda *args: scores.copy())
+    weight, mixed = small_choice.mix_weight(scores)
+    assert 0.0 < weight < 0.5 and mixed < scores.min()
+    mix = adjust(auto.SMALL_CHOICE, design, values, phi)
+    of_msr, of_tree = (adjust(m, design, values, phi) for m in (ODD_MSR, TREE_PROXY))
+    assert np.allclose(mix, weight * of_msr + (1 - weight) * of_tree, rtol=0, atol=1e-12)

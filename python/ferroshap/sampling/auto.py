@@ -12,9 +12,9 @@ out, a proxy of the odd part is fitted on the rest for at most :data:`HOLDOUT_CO
 columns, and each of :data:`CANDIDATES` is scored by its error on the held-out pairs
 (:func:`held_out_errors`); the winner then runs on every pair
 (:func:`ferroshap.sampling.proxy_adjusted.adjust_with_errors`). At small budgets (a few times
-``n``, few players) ``auto`` runs :data:`SMALL_CHOICE` instead: ``"odd-msr"``,
-:data:`TREE_PROXY` or their mean :data:`SMALL_BLEND`, whichever predicts the odd part of
-held-out pairs best over all :data:`HOLDOUT_FOLDS` folds (:func:`small_budget_errors`). This
+``n``, few players) ``auto`` runs :data:`SMALL_CHOICE` instead: the weighted mean of
+``"odd-msr"`` and :data:`TREE_PROXY` that predicts the odd part of held-out pairs best over all
+:data:`HOLDOUT_FOLDS` folds (:mod:`ferroshap.sampling.small_choice`). This
 module holds the rule, the recipes, the candidates' names, their surrogates from one column's proxy
 (:func:`candidate_fit`), the split and the scores.
 """
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,12 +30,10 @@ import numpy as np
 from ferroshap import _core
 from ferroshap.interactions.proxy import (
     fit_adjustment_proxy,
-    fit_small_budget_proxy,
     predict_proxy,
     proxy_spectrum,
     refit_odd,
 )
-from ferroshap.query.backend import in_threads
 
 __all__ = [
     "AUTO",
@@ -67,9 +64,7 @@ __all__ = [
     "proxy_minimum",
     "resolve",
     "scored_columns",
-    "small_budget_errors",
     "small_choice_minimum",
-    "tree_proxy_values",
 ]
 
 AUTO = "auto"
@@ -97,13 +92,16 @@ coalition with small leaves (:data:`~ferroshap.interactions.proxy.SMALL_BUDGET_P
 no correction of what it misses (one of :data:`SMALL_CANDIDATES`)."""
 
 SMALL_CHOICE = "small-choice"
-"""``method="auto"``'s choice at small budgets between :data:`SMALL_CANDIDATES` by their
-held-out error on the odd part (:func:`small_budget_errors`); the one that won is reported."""
+"""``method="auto"``'s choice at small budgets: the mix of ``"odd-msr"`` and :data:`TREE_PROXY`
+whose held-out error on the odd part is least, from the scores of :data:`SMALL_CANDIDATES`
+(:func:`~ferroshap.sampling.small_choice.mix_weight`); reported as ``"odd-msr"``,
+:data:`TREE_PROXY` or, for a weight between, :data:`SMALL_BLEND`."""
 
 SMALL_BLEND = "msr-tree-blend"
 """The mean of the ``"odd-msr"`` and :data:`TREE_PROXY` estimates (one of
-:data:`SMALL_CANDIDATES`): the regression's correction and the game's own proxy err in different
-ways, so their mean is often better than either (docs/auto.md)."""
+:data:`SMALL_CANDIDATES`; under :data:`SMALL_CHOICE`, their mean weighted as the held-out scores
+say): the regression's correction and the game's own proxy err in different ways, so a mix is
+often better than either (docs/auto.md)."""
 
 SMALL_CANDIDATES = ("odd-msr", TREE_PROXY, SMALL_BLEND)
 """What :data:`SMALL_CHOICE` chooses from, in the order that breaks ties: ``"odd-msr"`` (the
@@ -235,7 +233,7 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
     2. ``n <= 16``, ``budget < 6 n``, pairing on and the budget at least
        :func:`small_choice_minimum` (3n, 30 at least): ``"small-choice"`` on a ``"kernel-wor"``
        design (``"odd-msr"``, the design's regression adjusted by Tree MSR of its odd residual,
-       ``"tree-proxy"``, a proxy of the game itself, or their mean, whichever predicts held-out
+       ``"tree-proxy"``, a proxy of the game itself, mixed with the weight that predicts held-out
        pairs best); else, at ``n <= 12`` and ``budget < 6 n``, ``"kernel-wor"`` (border sizes
        enumerated);
     3. ``budget`` below :func:`minimum_budget` (too few pairs
@@ -415,78 +413,3 @@ def held_out_errors(masks: np.ndarray, target: np.ndarray, split: HoldOut) -> np
     proxy, refit = predict_proxy(booster, masks[held_out]), sparse.evaluate(masks[held_out])
     errors = [np.mean((y - f) ** 2) for f in (proxy, refit, (proxy + refit) / 2)]
     return np.array(errors) / max(float(np.mean(y**2)), np.finfo(float).tiny)
-
-
-def tree_proxy_values(masks: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """:data:`TREE_PROXY`'s Shapley values ``[R, n]``: those of a proxy
-    (:func:`~ferroshap.interactions.proxy.fit_small_budget_proxy`) fitted to each column of
-    ``values`` ``[m, R]`` on every sampled coalition. They need not sum to ``v(N) - v(empty)``:
-    :func:`~ferroshap.sampling.proxy_adjusted.adjust_with_errors` restores that for every
-    estimator."""
-    n = masks.shape[1]
-    fits = in_threads(
-        [partial(fit_small_budget_proxy, masks, values[:, j]) for j in range(values.shape[1])]
-    )
-    return np.stack([proxy_spectrum(booster, n).shapley_values() for booster in fits])
-
-
-def small_budget_errors(
-    masks: np.ndarray,
-    values: np.ndarray,
-    odd: np.ndarray,
-    phi: np.ndarray,
-    complement: np.ndarray,
-    folds: np.ndarray,
-) -> np.ndarray:
-    """Each of :data:`SMALL_CANDIDATES`' squared error in predicting the odd part
-    ``(v(S) - v(N minus S)) / 2`` of every sampled pair from fits on the other folds' pairs
-    (``folds`` as :func:`~ferroshap.sampling.proxy_adjusted.complements` and its folds give
-    them), summed over the folds and :func:`scored_columns`, relative to the odd part's sum of
-    squares (at least the values' own at rounding level, so a game with no odd part scores about
-    0 instead of rounding noise over nothing). ``"odd-msr"`` predicts it by the regression
-    ``phi`` ``[R, n]`` plus a proxy of the odd residual ``odd`` ``[m, R]``, :data:`TREE_PROXY`
-    by the odd part of its proxy, :data:`SMALL_BLEND` by the mean of the two. ``phi`` is the
-    regression on every pair, held-out ones included, which can only flatter ``"odd-msr"``, the
-    incumbent."""
-    one_per_pair = np.flatnonzero(complement > np.arange(len(masks)))
-    columns = scored_columns(np.arange(values.shape[1]))
-    calls = []
-    for fold in range(int(folds.max()) + 1):
-        held_out = one_per_pair[folds[one_per_pair] == fold]
-        if len(held_out) == 0:
-            continue
-        train = np.ones(len(masks), dtype=bool)
-        train[held_out] = train[complement[held_out]] = False
-        calls += [
-            partial(
-                _fold_errors, masks, train, held_out, complement, values[:, j], odd[:, j], phi[j]
-            )
-            for j in columns
-        ]
-    sums = np.sum(in_threads(calls), axis=0)
-    rounding = np.finfo(float).eps ** 2 * float(sums[-1])
-    return sums[:-2] / max(float(sums[-2]), rounding, np.finfo(float).tiny)
-
-
-def _fold_errors(
-    masks: np.ndarray,
-    train: np.ndarray,
-    held_out: np.ndarray,
-    complement: np.ndarray,
-    v: np.ndarray,
-    odd: np.ndarray,
-    phi: np.ndarray,
-) -> list[float]:
-    """:func:`small_budget_errors`' squared errors of each candidate on one fold and column,
-    the held-out odd part's sum of squares and that of the values it comes from."""
-    partners = complement[held_out]
-    y = (v[held_out] - v[partners]) / 2
-    linear = masks[held_out] @ phi - phi.sum() / 2
-    odd_msr = linear + predict_proxy(
-        fit_adjustment_proxy(masks[train], odd[train]), masks[held_out]
-    )
-    booster = fit_small_budget_proxy(masks[train], v[train])
-    tree = (predict_proxy(booster, masks[held_out]) - predict_proxy(booster, masks[partners])) / 2
-    blend = (odd_msr + tree) / 2
-    scale = float(v[held_out] @ v[held_out] + v[partners] @ v[partners])
-    return [*(float(np.sum((y - f) ** 2)) for f in (odd_msr, tree, blend)), float(y @ y), scale]

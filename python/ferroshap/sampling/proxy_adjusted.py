@@ -24,9 +24,9 @@ Shapley values come from its trees through the compiled tree -> Fourier path
     coalitions best (:func:`held_out_errors`); no extra model queries.
 ``"small-choice"`` (:data:`SMALL_CHOICE`, ``method="auto"`` at small budgets)
     ``"odd-msr"`` (:data:`ODD_MSR`), ``"tree-proxy"`` (:data:`TREE_PROXY`: the Shapley values
-    of a proxy of the game itself) or their mean (:data:`SMALL_BLEND`), whichever predicts
-    the odd part of held-out pairs best over five folds
-    (:func:`~ferroshap.sampling.auto.small_budget_errors`).
+    of a proxy of the game itself) or a weighted mean of the two (:data:`SMALL_BLEND`), the mix
+    that predicts the odd part of held-out pairs best over five folds
+    (:mod:`~ferroshap.sampling.small_choice`).
 ``"tree-msr"``
     Tree MSR (Witter, Liu, Musco 2025) as published: ``f`` fitted to ``v`` on the same samples,
     plus the Horvitz-Thompson (maximum sample reuse) estimate of the residual game with the
@@ -67,9 +67,8 @@ from ferroshap.sampling.auto import (
     fit_column_proxy,
     held_out_errors,
     scored_columns,
-    small_budget_errors,
-    tree_proxy_values,
 )
+from ferroshap.sampling.small_choice import mix_weight, small_budget_errors, tree_proxy_values
 from ferroshap.validation import check_int
 
 __all__ = [
@@ -169,9 +168,11 @@ def adjust_with_errors(
     odd = None  # the regression's odd residual, for the estimators that correct it
     if method in (*CANDIDATES, ODD_CHOICE, ODD_MSR, SMALL_CHOICE, SMALL_BLEND):
         odd = odd_residual(masks, complement, values, phi)
-    if method == SMALL_CHOICE:  # the candidate that wins runs below, as if asked for
-        small = small_budget_errors(masks, values, odd, phi, complement, fold)
-        method = SMALL_CANDIDATES[int(np.argmin(small))]
+    blend_weight, mixed = 0.5, 1.0  # "odd-msr"'s weight in SMALL_BLEND, its held-out error
+    if method == SMALL_CHOICE:  # the mix that wins runs below, as if asked for
+        small = small_budget_errors(masks, values, odd, design.weights(), complement, fold)
+        blend_weight, mixed = mix_weight(small)
+        method = {1.0: ODD_MSR, 0.0: TREE_PROXY}.get(blend_weight, SMALL_BLEND)
         choice = Choice(method, dict(zip(SMALL_CANDIDATES, small.tolist(), strict=True)))
     if method in (*CANDIDATES, ODD_CHOICE):
         # One proxy per row and output, fitted in threads (LightGBM and the tree reader release
@@ -219,7 +220,7 @@ def adjust_with_errors(
         out = np.stack([estimate for estimate, _ in fits]) + (phi if of_odd else 0.0)
         residuals = np.stack([residual for _, residual in fits], axis=1)
         if method == SMALL_BLEND:
-            out = (out + tree_proxy_values(masks, values)) / 2
+            out = blend_weight * out + (1 - blend_weight) * tree_proxy_values(masks, values)
     else:
         valid = (*PROXY_METHODS, ODD_SPARSE, ODD_BLEND, ODD_CHOICE, ODD_MSR, SMALL_CHOICE)
         raise InvalidArgumentError(f"method must be one of {valid}; got {method!r}")
@@ -228,11 +229,10 @@ def adjust_with_errors(
         if cross_fit is None:  # in-sample residuals, too small: those of a cross-fit instead
             errors = partial(cross_fitted_errors, design, masks, values, fold, weights)
     elif choice is not None and method == SMALL_BLEND:
-        # "odd-msr" reports the plain regression's standard errors; the mean of it and
+        # "odd-msr" reports the plain regression's standard errors; the mix of it and
         # "tree-proxy" reports them scaled by the root of its held-out error relative to
         # "odd-msr"'s (scaled by its own held-out error they were too small: 76 % coverage).
-        held_out = choice.held_out_errors
-        relative = held_out[SMALL_BLEND] / max(held_out[ODD_MSR], np.finfo(float).tiny)
+        relative = mixed / max(choice.held_out_errors[ODD_MSR], np.finfo(float).tiny)
         errors = partial(scaled_errors, design, values, relative)
     elif choice is not None and method != ODD_MSR:
         # The winner's surrogate left this share of the odd part's mean square unexplained on
