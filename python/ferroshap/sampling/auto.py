@@ -15,8 +15,9 @@ columns, and each of :data:`CANDIDATES` is scored by its error on the held-out p
 ``n``, few players) ``auto`` runs :data:`SMALL_CHOICE` instead: the weighted mean of
 ``"odd-msr"`` and :data:`TREE_PROXY` that predicts the odd part of held-out pairs best over all
 :data:`HOLDOUT_FOLDS` folds (:mod:`ferroshap.sampling.small_choice`). This
-module holds the rule, the recipes, the candidates' names, their surrogates from one column's proxy
-(:func:`candidate_fit`), the split and the scores.
+module holds the rule, the recipes, the candidates' names, the odd residual they are fitted to
+(:func:`odd_residual`), their surrogates from one column's proxy (:func:`candidate_fit`), the
+split and the scores.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ __all__ = [
     "fit_column_proxy",
     "held_out_errors",
     "minimum_budget",
+    "odd_residual",
     "proxy_minimum",
     "resolve",
     "scored_columns",
@@ -321,6 +323,19 @@ class Choice:
 
     estimator: str
     held_out_errors: dict[str, float]
+
+
+def odd_residual(
+    masks: np.ndarray, complement: np.ndarray, values: np.ndarray, phi: np.ndarray
+) -> np.ndarray:
+    """The residual ``r = v - v(empty) - <S, phi>`` of each column ``[m, R]``, replaced by its
+    odd part ``(r(S) - r(N minus S)) / 2`` where the complement was sampled.
+
+    Only the odd part of a game carries its Shapley values beyond the additive term, so a proxy
+    fitted to it is not distracted by the even part (which pairing cancels anyway).
+    """
+    residual = values - values[_core.EMPTY_ROW] - masks @ phi.T
+    return np.where(complement[:, None] >= 0, (residual - residual[complement]) / 2, residual)
 
 
 def fit_column_proxy(masks: np.ndarray, target: np.ndarray) -> tuple[Any, _core.SparseFunction]:

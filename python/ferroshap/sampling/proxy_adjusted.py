@@ -66,6 +66,7 @@ from ferroshap.sampling.auto import (
     candidate_fit,
     fit_column_proxy,
     held_out_errors,
+    odd_residual,
     scored_columns,
 )
 from ferroshap.sampling.small_choice import mix_weight, small_budget_errors, tree_proxy_values
@@ -77,7 +78,6 @@ __all__ = [
     "adjust_with_errors",
     "check_cross_fit",
     "complements",
-    "odd_residual",
     "proportional_columns",
 ]
 
@@ -287,19 +287,6 @@ def held_out_scaled_errors(
     :func:`~ferroshap.sampling.auto.held_out_errors`) score."""
     pooled = np.mean(in_threads(scores), axis=0)
     return scaled_errors(design, values, float(pooled[candidate]))
-
-
-def odd_residual(
-    masks: np.ndarray, complement: np.ndarray, values: np.ndarray, phi: np.ndarray
-) -> np.ndarray:
-    """The residual ``r = v - v(empty) - <S, phi>`` of each column ``[m, R]``, replaced by its
-    odd part ``(r(S) - r(N minus S)) / 2`` where the complement was sampled.
-
-    Only the odd part of a game carries its Shapley values beyond the additive term, so a proxy
-    fitted to it is not distracted by the even part (which pairing cancels anyway).
-    """
-    residual = values - values[EMPTY_ROW] - masks @ phi.T
-    return np.where(complement[:, None] >= 0, (residual - residual[complement]) / 2, residual)
 
 
 def proportional_columns(

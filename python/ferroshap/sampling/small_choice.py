@@ -19,7 +19,7 @@ from ferroshap.interactions.proxy import (
     proxy_spectrum,
 )
 from ferroshap.query.backend import in_threads
-from ferroshap.sampling.auto import scored_columns
+from ferroshap.sampling.auto import odd_residual, scored_columns
 
 __all__ = [
     "EXACT_FIT",
@@ -147,8 +147,7 @@ def _fold_errors(
     y = (v[held_out] - v[partners]) / 2
     pairs = np.flatnonzero(train & (complement > np.arange(len(masks))))
     phi = odd_regression(masks, v, weights, pairs, complement[pairs])
-    odd = (v - v[complement]) / 2 - masks @ phi + phi.sum() / 2
-    odd = np.where(complement >= 0, odd, v - v[_core.EMPTY_ROW] - masks @ phi)
+    odd = odd_residual(masks, complement, v[:, None], phi[None])[:, 0]
     linear = masks[held_out] @ phi - phi.sum() / 2
     odd_msr = linear + predict_proxy(
         fit_adjustment_proxy(masks[train], odd[train]), masks[held_out]

@@ -26,7 +26,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::cancel::Cancel;
 use crate::coalitions::{coalition_count, covers_all, empty_mask, full_mask};
 use crate::error::{CoreError, Result};
-use crate::sampling::regression::Solver;
+use crate::sampling::regression::{RegressionFit, Solver};
 pub use design::{Design, EstimatorKind, PermutationPath};
 pub use sizes::SizeDistribution;
 
@@ -225,6 +225,58 @@ pub fn plan_cancellable(request: PlanRequest, cancel: &Cancel) -> Result<Design>
 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(stream);
+    let mut draws = 1;
+    loop {
+        let design = draw(request, budget, paired, &mut rng, cancel)?;
+        if draws == MAX_DRAWS || !short_of_rank(&design, paired, cancel)? {
+            return Ok(design);
+        }
+        draws += 1;
+    }
+}
+
+/// Most designs [`plan`] draws for one request: a regression design short of rank `n − 1` by
+/// chance ([`short_of_rank`]) is drawn again from the same random stream, so the result stays
+/// reproducible and a design of full rank at its first draw is unchanged. At `budget = 2n`
+/// (exactly `n − 1` pairs) up to 4 in 5 draws fall short (`n` of 8 to 30, 200 seeds), so 64
+/// draws all fall short with a chance below `1e-6`; the last is kept (and warned about).
+pub const MAX_DRAWS: u32 = 64;
+
+/// Budgets below this many times `n` are checked for rank ([`short_of_rank`]); above it no
+/// draw of 200 seeds for `n` of 8 to 30 fell short (the check would cost a factorization).
+pub const RANK_CHECK_FACTOR: u64 = 6;
+
+/// Most players for which [`plan`] checks a design's rank (the check factorizes the design:
+/// `O(m n^2)` for `m < 6 n` coalitions, a few hundredths of a second at this size).
+pub const RANK_CHECK_MAX_PLAYERS: usize = 256;
+
+/// Whether `design` is a regression design whose budget could give rank `n − 1` (`n − 1`
+/// proper coalitions, or pairs when `paired`) but whose draw did not: a design [`plan`] draws
+/// again. Checked below [`RANK_CHECK_FACTOR`]` n` coalitions and up to
+/// [`RANK_CHECK_MAX_PLAYERS`] players only, where a short draw is likely and the check cheap.
+fn short_of_rank(design: &Design, paired: bool, cancel: &Cancel) -> Result<bool> {
+    let n = design.n_players;
+    let proper = design.n_coalitions().saturating_sub(2) as u64;
+    let directions = if paired { proper / 2 } else { proper };
+    if !design.method.is_regression()
+        || n > RANK_CHECK_MAX_PLAYERS
+        || design.budget >= RANK_CHECK_FACTOR * n as u64
+        || directions + 1 < n as u64
+    {
+        return Ok(false);
+    }
+    Ok(RegressionFit::new(design, Solver::Auto, cancel)?.rank(n) + 1 < n)
+}
+
+/// One draw of `request`'s design from `rng`: ∅ and N, then `budget - 2` sampled coalitions.
+fn draw(
+    request: PlanRequest,
+    budget: u64,
+    paired: bool,
+    rng: &mut ChaCha8Rng,
+    cancel: &Cancel,
+) -> Result<Design> {
+    let (method, n) = (request.method, request.n_players);
     let mut set = design::CoalitionSet::new(n);
     set.add(empty_mask(n), 0.0); // EMPTY_ROW
     set.add(full_mask(n), 0.0); // FULL_ROW
@@ -233,7 +285,7 @@ pub fn plan_cancellable(request: PlanRequest, cancel: &Cancel) -> Result<Design>
         Method::Kernel => {
             with_replacement::sample_with_replacement(
                 &mut set,
-                &mut rng,
+                rng,
                 n,
                 sampled,
                 SizeDistribution::Kernel,
@@ -249,14 +301,14 @@ pub fn plan_cancellable(request: PlanRequest, cancel: &Cancel) -> Result<Design>
                 _ => SizeDistribution::ModifiedL2,
             };
             without_replacement::sample_without_replacement(
-                &mut set, &mut rng, n, sampled, dist, paired, cancel,
+                &mut set, rng, n, sampled, dist, paired, cancel,
             )?;
             EstimatorKind::Regression
         }
         Method::Unbiased => {
             without_replacement::sample_without_replacement(
                 &mut set,
-                &mut rng,
+                rng,
                 n,
                 sampled,
                 SizeDistribution::Kernel,
@@ -266,17 +318,17 @@ pub fn plan_cancellable(request: PlanRequest, cancel: &Cancel) -> Result<Design>
             EstimatorKind::MatrixVector
         }
         Method::Permutation => EstimatorKind::Permutation(permutation::sample_permutations(
-            &mut set, &mut rng, n, budget, cancel,
+            &mut set, rng, n, budget, cancel,
         )?),
-        Method::Exact => unreachable!("handled above"),
+        Method::Exact => unreachable!("handled by plan"),
     };
     let (coalitions, weights) = set.into_parts();
     Ok(Design {
         method,
         n_players: n,
         budget,
-        seed,
-        stream,
+        seed: request.seed,
+        stream: request.stream,
         exact_fallback: false,
         coalitions,
         weights,
@@ -340,6 +392,78 @@ mod tests {
         assert_eq!(planned_coalitions(Method::Leverage, 4, 20), 16);
         assert_eq!(planned_coalitions(Method::Leverage, 40, 500), 500);
         assert_eq!(planned_coalitions(Method::Exact, 70, 2), u64::MAX);
+    }
+
+    /// A paired request; the tests below replace the fields they vary.
+    const PAIRED: PlanRequest = PlanRequest {
+        method: Method::KernelWithoutReplacement,
+        n_players: 12,
+        budget: 26,
+        seed: 0,
+        stream: 0,
+        paired: true,
+    };
+
+    fn rank(design: &Design) -> usize {
+        let fit = RegressionFit::new(design, Solver::Auto, Cancel::never()).unwrap();
+        fit.rank(design.n_players)
+    }
+
+    #[test]
+    fn regression_designs_reach_full_rank_where_the_budget_allows() {
+        // at 2n + 2 (n pairs) most first draws fell short of rank n - 1 before the redraw
+        let regression = Method::ALL.into_iter().filter(|m| m.is_regression());
+        for method in regression {
+            for n in [8, 13, 30] {
+                for budget in [2 * n as u64, 2 * n as u64 + 2, 3 * n as u64] {
+                    for seed in 0..20 {
+                        let request = PlanRequest {
+                            method,
+                            n_players: n,
+                            budget,
+                            seed,
+                            ..PAIRED
+                        };
+                        let design = plan(request).unwrap();
+                        assert_eq!(rank(&design), n - 1, "{method} n={n} {budget} seed {seed}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_first_draw_of_full_rank_is_kept_and_redraws_reproduce() {
+        let (mut kept, mut redrawn) = (0, 0);
+        for seed in 0..40 {
+            let request = PlanRequest { seed, ..PAIRED };
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let first = draw(request, 26, true, &mut rng, Cancel::never()).unwrap();
+            let planned = plan(request).unwrap();
+            assert_eq!(planned.coalitions, plan(request).unwrap().coalitions);
+            if rank(&first) == 11 {
+                assert_eq!(planned.coalitions, first.coalitions);
+                assert_eq!(planned.weights, first.weights);
+                kept += 1;
+            } else {
+                assert_ne!(planned.coalitions, first.coalitions);
+                redrawn += 1;
+            }
+        }
+        assert!(kept > 0 && redrawn > 0, "{kept} kept, {redrawn} redrawn");
+    }
+
+    #[test]
+    fn budgets_short_of_n_minus_1_pairs_are_drawn_once() {
+        let request = PlanRequest {
+            method: Method::Leverage,
+            n_players: 20,
+            budget: 12,
+            ..PAIRED
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let first = draw(request, 12, true, &mut rng, Cancel::never()).unwrap();
+        assert_eq!(plan(request).unwrap().coalitions, first.coalitions);
     }
 
     #[test]
