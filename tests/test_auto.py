@@ -361,7 +361,9 @@ def test_the_odd_regression_on_every_pair_is_the_designs_own(planned: str) -> No
 
 
 def test_the_small_budget_scores_never_see_the_pairs_they_score(monkeypatch) -> None:
-    # each fold's regression is fitted on the pairs of the other folds alone
+    # each fold's regression is fitted on the pairs of the other folds and on the border pairs
+    # ({i} and its complement), which are never held out: without its own pair a player's
+    # effect is barely determined by a fold's few other pairs
     n = 10
     game = SumOfUnanimity.random(n, 10, 3, seed=1)
     design = fs._core.plan("kernel-wor", n, 5 * n, 0)
@@ -369,18 +371,26 @@ def test_the_small_budget_scores_never_see_the_pairs_they_score(monkeypatch) -> 
     values = np.ascontiguousarray(game(masks)[:, None], dtype=np.float64)
     complement = proxy_adjusted.complements(masks)
     folds = proxy_adjusted._folds(complement, auto.HOLDOUT_FOLDS, 0, 0)
+    pairs = np.flatnonzero(complement > np.arange(len(masks)))
+    size = masks[pairs].sum(axis=1)
+    border, scored = pairs[(size == 1) | (size == n - 1)], pairs[(size > 1) & (size < n - 1)]
+    assert len(border) == n  # kernel-wor enumerates the border first
     seen = []
     real = small_choice.odd_regression
 
-    def spy(masks, v, weights, pairs, partners):
-        seen.append({int(folds[r]) for r in (*pairs, *partners)})
-        return real(masks, v, weights, pairs, partners)
+    def spy(masks, v, weights, fitted, partners):
+        seen.append(set(fitted.tolist()))
+        return real(masks, v, weights, fitted, partners)
 
     monkeypatch.setattr(small_choice, "odd_regression", spy)
     odd = auto.odd_residual(masks, complement, values, design.estimate(values))
     small_choice.small_budget_errors(masks, values, odd, design.weights(), complement, folds)
-    every = set(range(auto.HOLDOUT_FOLDS))
-    assert sorted(tuple(every - used) for used in seen) == [(k,) for k in sorted(every)]
+    held_out = [set(scored[folds[scored] == k].tolist()) for k in range(auto.HOLDOUT_FOLDS)]
+    held_out = [fold for fold in held_out if fold]
+    assert len(seen) == len(held_out) > 1
+    for fitted, fold in zip(seen, held_out, strict=True):
+        assert set(border.tolist()) <= fitted and not fitted & fold
+        assert fitted | fold == set(pairs.tolist())
 
 
 def test_an_order_two_game_keeps_its_exact_regression_at_small_budgets() -> None:

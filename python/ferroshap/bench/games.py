@@ -20,9 +20,11 @@ __all__ = [
     "NearFreeModel",
     "SumOfUnanimity",
     "available_games",
+    "enumerated_game",
     "make_game",
     "near_free_problem",
     "random_terms",
+    "split_rows",
 ]
 
 
@@ -203,13 +205,17 @@ def _tree_truth(model: object, background: np.ndarray, X: np.ndarray) -> np.ndar
     return np.asarray(explainer.shap_values(X), dtype=float)
 
 
-def _enumerated(name: str, model, background: np.ndarray, X: np.ndarray) -> BenchGame:
+def enumerated_game(name: str, model, background: np.ndarray, X: np.ndarray) -> BenchGame:
     """A game whose truth is exact enumeration of its interventional game."""
     truth = fs.Explainer(model, background, method="exact")(X).values
     return BenchGame(name, model, background, X, truth)
 
 
-def _split(X_all: np.ndarray, n_background: int, rows: int, seed: int):
+def split_rows(
+    X_all: np.ndarray, n_background: int, rows: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n_background`` background rows and ``rows`` explained rows of ``X_all``, distinct,
+    drawn with ``seed``."""
     picked = np.random.default_rng(seed).choice(len(X_all), n_background + rows, replace=False)
     return X_all[picked[:n_background]], X_all[picked[n_background:]]
 
@@ -224,7 +230,7 @@ def lightgbm_game(rows: int = 8, n_background: int = 50, seed: int = 0) -> Bench
     model = lightgbm.LGBMRegressor(
         n_estimators=200, num_leaves=31, verbose=-1, deterministic=True, random_state=seed
     ).fit(X_all, y)
-    background, X = _split(X_all, n_background, rows, seed)
+    background, X = split_rows(X_all, n_background, rows, seed)
     return BenchGame("lightgbm", model.predict, background, X, _tree_truth(model, background, X))
 
 
@@ -238,7 +244,7 @@ def lightgbm_digits_game(rows: int = 4, n_background: int = 50, seed: int = 0) -
     model = lightgbm.LGBMRegressor(
         n_estimators=100, num_leaves=15, verbose=-1, deterministic=True, random_state=seed
     ).fit(X_all, y.astype(float))
-    background, X = _split(X_all.astype(float), n_background, rows, seed)
+    background, X = split_rows(X_all.astype(float), n_background, rows, seed)
     return BenchGame("digits", model.predict, background, X, _tree_truth(model, background, X))
 
 
@@ -250,8 +256,8 @@ def forest_game(rows: int = 6, n_background: int = 40, seed: int = 0) -> BenchGa
 
     X_all, y = load_diabetes(return_X_y=True)
     model = RandomForestRegressor(n_estimators=50, max_depth=6, random_state=seed).fit(X_all, y)
-    background, X = _split(X_all, n_background, rows, seed)
-    return _enumerated("forest", model.predict, background, X)
+    background, X = split_rows(X_all, n_background, rows, seed)
+    return enumerated_game("forest", model.predict, background, X)
 
 
 def mlp_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
@@ -268,8 +274,8 @@ def mlp_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
         StandardScaler(),
         MLPRegressor(hidden_layer_sizes=(32, 32), max_iter=2000, random_state=seed),
     ).fit(X_all, y)
-    background, X = _split(X_all, n_background, rows, seed)
-    return _enumerated("mlp", model.predict, background, X)
+    background, X = split_rows(X_all, n_background, rows, seed)
+    return enumerated_game("mlp", model.predict, background, X)
 
 
 def svm_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
@@ -283,8 +289,8 @@ def svm_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
     X_all, y = load_breast_cancer(return_X_y=True)
     X_all = X_all[:, :14]
     model = make_pipeline(StandardScaler(), SVR(kernel="rbf", C=1.0)).fit(X_all, y.astype(float))
-    background, X = _split(X_all, n_background, rows, seed)
-    return _enumerated("svm", model.predict, background, X)
+    background, X = split_rows(X_all, n_background, rows, seed)
+    return enumerated_game("svm", model.predict, background, X)
 
 
 def boosted_classifier_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
@@ -296,8 +302,8 @@ def boosted_classifier_game(rows: int = 4, n_background: int = 50, seed: int = 0
     X_all, y = load_breast_cancer(return_X_y=True)
     X_all = X_all[:, :12]
     model = HistGradientBoostingClassifier(max_iter=100, random_state=seed).fit(X_all, y)
-    background, X = _split(X_all, n_background, rows, seed)
-    return _enumerated("hgb-cancer", lambda z: model.predict_proba(z)[:, 1], background, X)
+    background, X = split_rows(X_all, n_background, rows, seed)
+    return enumerated_game("hgb-cancer", lambda z: model.predict_proba(z)[:, 1], background, X)
 
 
 def logistic_interactions_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
@@ -316,8 +322,8 @@ def logistic_interactions_game(rows: int = 4, n_background: int = 50, seed: int 
         PolynomialFeatures(2, interaction_only=True, include_bias=False),
         LogisticRegression(C=0.1, max_iter=5000),
     ).fit(X_all, y)
-    background, X = _split(X_all, n_background, rows, seed)
-    return _enumerated("logit-cancer", lambda z: model.predict_proba(z)[:, 1], background, X)
+    background, X = split_rows(X_all, n_background, rows, seed)
+    return enumerated_game("logit-cancer", lambda z: model.predict_proba(z)[:, 1], background, X)
 
 
 def knn_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
@@ -327,8 +333,8 @@ def knn_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
 
     X_all, y = _standard_diabetes()
     model = KNeighborsRegressor(n_neighbors=10).fit(X_all, y / y.std())
-    background, X = _split(X_all, n_background, rows, seed)
-    return _enumerated("knn-diabetes", model.predict, background, X)
+    background, X = split_rows(X_all, n_background, rows, seed)
+    return enumerated_game("knn-diabetes", model.predict, background, X)
 
 
 def xgboost_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
@@ -349,8 +355,8 @@ def xgboost_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchG
     model = xgboost.XGBRegressor(
         n_estimators=200, max_depth=4, learning_rate=0.1, n_jobs=1, random_state=seed
     ).fit(X_all, y)
-    background, X = _split(X_all, n_background, rows, seed)
-    return _enumerated("xgb-friedman", model.predict, background, X)
+    background, X = split_rows(X_all, n_background, rows, seed)
+    return enumerated_game("xgb-friedman", model.predict, background, X)
 
 
 def _standard_diabetes() -> tuple[np.ndarray, np.ndarray]:
@@ -368,8 +374,8 @@ def tuning_forest_game(n_background: int = 1, rows: int = 4, seed: int = 7) -> B
 
     X_all, y = _standard_diabetes()
     model = RandomForestRegressor(n_estimators=50, max_depth=8, random_state=0, n_jobs=1)
-    background, X = _split(X_all, n_background, rows, seed)
-    return _enumerated("rf-diabetes", model.fit(X_all, y).predict, background, X)
+    background, X = split_rows(X_all, n_background, rows, seed)
+    return enumerated_game("rf-diabetes", model.fit(X_all, y).predict, background, X)
 
 
 def tuning_mlp_game(n_background: int = 1, rows: int = 4, seed: int = 7) -> BenchGame:
@@ -379,8 +385,8 @@ def tuning_mlp_game(n_background: int = 1, rows: int = 4, seed: int = 7) -> Benc
 
     X_all, y = _standard_diabetes()
     model = MLPRegressor(hidden_layer_sizes=(64, 64), max_iter=2000, random_state=0)
-    background, X = _split(X_all, n_background, rows, seed)
-    return _enumerated("mlp-diabetes", model.fit(X_all, y / y.std()).predict, background, X)
+    background, X = split_rows(X_all, n_background, rows, seed)
+    return enumerated_game("mlp-diabetes", model.fit(X_all, y / y.std()).predict, background, X)
 
 
 def tuning_svm_game(n_background: int = 1, rows: int = 4, seed: int = 7) -> BenchGame:
@@ -392,8 +398,8 @@ def tuning_svm_game(n_background: int = 1, rows: int = 4, seed: int = 7) -> Benc
 
     W = StandardScaler().fit_transform(load_wine(return_X_y=True)[0])
     model = SVR(kernel="rbf", gamma=0.2).fit(W[:, 1:], W[:, 0])
-    background, X = _split(W[:, 1:], n_background, rows, seed)
-    return _enumerated("svm-wine", model.predict, background, X)
+    background, X = split_rows(W[:, 1:], n_background, rows, seed)
+    return enumerated_game("svm-wine", model.predict, background, X)
 
 
 def fourier_game(n: int = 16, rows: int = 4, n_background: int = 20, seed: int = 0) -> BenchGame:

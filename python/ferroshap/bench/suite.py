@@ -56,6 +56,7 @@ from ferroshap.bench.games import (
     xgboost_game,
 )
 from ferroshap.bench.harness import run_one
+from ferroshap.bench.unseen_games import UNSEEN_BUILDERS
 
 __all__ = [
     "BACKGROUNDS",
@@ -66,6 +67,7 @@ __all__ = [
     "SLOW_PEERS",
     "SUITE_GAMES",
     "TUNING_GAMES",
+    "UNSEEN_GAMES",
     "Cell",
     "cells",
     "run_suite",
@@ -99,6 +101,10 @@ SUITE_GAMES: dict[str, tuple[int, Callable[[int], BenchGame]]] = {
     "logit-cancer": (12, lambda bg: logistic_interactions_game(rows=ROWS, n_background=bg)),
     "knn-diabetes": (10, lambda bg: knn_game(rows=ROWS, n_background=bg)),
     "xgb-friedman": (14, lambda bg: xgboost_game(rows=ROWS, n_background=bg)),
+    **{
+        name: (n, lambda bg, make=make: make(ROWS, bg))
+        for name, (n, make) in UNSEEN_BUILDERS.items()
+    },
 }
 """Games by name: the number of players (the budgets need it before a game is built) and the
 builder taking the background size: LightGBM on breast cancer (n = 30) and on
@@ -109,7 +115,8 @@ were tuned on (a random forest and an MLP on standardized diabetes, n = 10, an R
 n = 12; truth by enumeration); and four kinds added later: a gradient-boosting classifier's
 and a logistic regression with pairwise interactions' probabilities (breast cancer, n = 12), a
 nearest-neighbour regressor (diabetes, n = 10) and XGBoost on Friedman's first problem (n = 14;
-needs ``xgboost``). :data:`TUNING_GAMES` and :data:`HELD_OUT_GAMES` split them in halves."""
+needs ``xgboost``). :data:`TUNING_GAMES` and :data:`HELD_OUT_GAMES` split the grid's in halves;
+:data:`UNSEEN_GAMES` are outside the grid."""
 
 TUNING_GAMES = (
     "rf-diabetes",
@@ -123,10 +130,14 @@ TUNING_GAMES = (
 """The tuning half of :data:`SUITE_GAMES`: ``auto`` is tuned on these games' seeds 100-119 only
 (the first three since the start, the other four since 2026-12-07; docs/auto.md)."""
 
-HELD_OUT_GAMES = tuple(game for game in SUITE_GAMES if game not in TUNING_GAMES)
+UNSEEN_GAMES = tuple(UNSEEN_BUILDERS)
+"""Games outside the grid (:mod:`ferroshap.bench.unseen_games`), named with ``--games`` only:
+run once, on 2026-12-07, to check ``auto`` on kinds of model it was never tuned on."""
+
+HELD_OUT_GAMES = tuple(g for g in SUITE_GAMES if g not in TUNING_GAMES + UNSEEN_GAMES)
 """The held-out half: never tuned on, reported apart (:func:`ours_overview`)."""
 
-GRID_GAMES = tuple(SUITE_GAMES)
+GRID_GAMES = TUNING_GAMES + HELD_OUT_GAMES
 """The games of the default grid: both halves."""
 
 SMOKE_GAMES = ("soum30", "forest")

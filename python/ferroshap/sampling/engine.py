@@ -355,7 +355,9 @@ def estimate_values(
     if deficient:
         warnings.warn(
             f"rank-deficient design (rank {min(deficient)} < n - 1 = {n - 1}): returning the "
-            "minimum-norm solution; increase the budget for reliable values",
+            f"minimum-norm solution; increase the budget for reliable values (full rank needs "
+            f"n - 1 complementary pairs, a budget of at least 2n = {2 * n}, or n + 1 = {n + 1} "
+            "coalitions with paired=False)",
             UserWarning,
             stacklevel=3,
         )

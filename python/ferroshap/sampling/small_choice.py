@@ -52,22 +52,30 @@ def small_budget_errors(
     folds: np.ndarray,
 ) -> np.ndarray:
     """Each of :data:`SMALL_CANDIDATES`' squared error in predicting the odd part
-    ``(v(S) - v(N minus S)) / 2`` of every sampled pair from fits on the other folds' pairs
-    (``folds`` as :func:`~ferroshap.sampling.proxy_adjusted.complements` and its folds give
-    them), summed over the folds and :func:`scored_columns`, relative to the odd part's sum of
-    squares (at least the values' own at rounding level, so a game with no odd part scores about
-    0 instead of rounding noise over nothing). ``"odd-msr"`` predicts it by a regression on the
+    ``(v(S) - v(N minus S)) / 2`` of every sampled pair beyond the border from fits on the
+    other folds' pairs and the border's (``folds`` as
+    :func:`~ferroshap.sampling.proxy_adjusted.complements` and its folds give them), summed over
+    the folds and :func:`scored_columns`, relative to the odd part's sum of squares (at least
+    the values' own at rounding level, so a game with no odd part scores about 0 instead of
+    rounding noise over nothing). ``"odd-msr"`` predicts it by a regression on the
     training pairs (:func:`odd_regression`, the design's ``weights``) plus a proxy of its odd
     residual there, :data:`TREE_PROXY` by the odd part of its proxy, :data:`SMALL_BLEND` by the
     mean of the two: no candidate sees the pairs it is scored on. Where the regression on every
     pair leaves no odd residual ``odd`` ``[m, R]`` (to :data:`EXACT_FIT`; a game of order two or
     less), ``"odd-msr"`` scores 0: it is exact there, though a fold's pairs alone may not
-    determine the regression."""
+    determine the regression.
+
+    The border pairs ``{i}``, ``N minus {i}`` (every one of them in a ``kernel-wor`` design from
+    budget ``2n`` on) are never held out: each is its player's one direct measurement, and a
+    fold's regression without it hardly determines that player, so its held-out error said more
+    about the fold than about the regression on every pair (docs/auto.md)."""
     one_per_pair = np.flatnonzero(complement > np.arange(len(masks)))
+    size = masks[one_per_pair].sum(axis=1)
+    scored = one_per_pair[(size > 1) & (size < masks.shape[1] - 1)]
     columns = scored_columns(np.arange(values.shape[1]))
     calls = []
     for fold in range(int(folds.max()) + 1):
-        held_out = one_per_pair[folds[one_per_pair] == fold]
+        held_out = scored[folds[scored] == fold]
         if len(held_out) == 0:
             continue
         train = np.ones(len(masks), dtype=bool)

@@ -216,7 +216,7 @@ pub(crate) fn unit_errors(
     }
     let y = |r: usize, j: usize| values[r * n_columns + j];
     let draws = draws(design, &sizes);
-    let mut freedom = 0.0;
+    let (mut freedom, mut drawn) = (0.0, 0.0);
     for stratum in strata(design, target.centred()) {
         let mut sum = vec![0.0; width];
         let mut squares = vec![0.0; width];
@@ -293,6 +293,7 @@ pub(crate) fn unit_errors(
                 });
         }
         let units = stratum.units.len() as f64;
+        drawn += units;
         freedom += units - 1.0;
         for ((v, s), q) in variance.iter_mut().zip(&sum).zip(&squares) {
             *v += stratum.fpc
@@ -305,6 +306,9 @@ pub(crate) fn unit_errors(
     }
     let widen = if target.centred() && freedom > 0.0 {
         t_widening(freedom)
+    } else if target == Target::Residual && drawn >= 2.0 {
+        // the residuals' sum of squares is pooled over every drawn unit
+        t_widening(drawn - 1.0)
     } else {
         1.0
     };

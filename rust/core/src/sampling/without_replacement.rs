@@ -1,6 +1,7 @@
 //! Without-replacement designs (LeverageSHAP style, docs/estimators.md): per-size inclusion
 //! probabilities from one constant `c`, deterministic per-size counts that hit the budget exactly,
-//! distinct uniform subsets within each size, optional pairing with complements.
+//! distinct uniform subsets within each size, optional pairing with complements; `kernel-wor`
+//! enumerates the border sizes 1 and `n − 1` first where the budget holds them.
 
 use rand::Rng;
 
@@ -11,24 +12,45 @@ use crate::sampling::design::CoalitionSet;
 use crate::sampling::layers::distinct_subsets;
 use crate::sampling::sizes::SizeDistribution;
 
+/// How a without-replacement design spreads its budget over coalition sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizePlan {
+    /// The weight of each size.
+    pub dist: SizeDistribution,
+    /// Whether each sampled coalition comes with its complement.
+    pub paired: bool,
+    /// Whether the border sizes 1 and `n − 1` are enumerated before anything else is drawn,
+    /// whenever the budget holds their `2 n` coalitions (`kernel-wor`): each player's own pair
+    /// `{i}`, `N ∖ {i}` measures its effect directly and makes the design full rank.
+    pub border_first: bool,
+}
+
 /// Adds `sampled_budget` distinct proper coalitions to `set` and gives each the weight
 /// `w(s) / π_s = 1 / (s (n − s) m_s)`, where `m_s` is the number of size-`s` coalitions drawn.
 ///
-/// `sampled_budget` must be below `2^n − 2` (callers enumerate otherwise) and even when `paired`.
+/// `sampled_budget` must be below `2^n − 2` (callers enumerate otherwise) and even when paired.
 /// Polls `cancel` once per coalition.
 pub fn sample_without_replacement<R: Rng>(
     set: &mut CoalitionSet,
     rng: &mut R,
     n: usize,
     sampled_budget: u64,
-    dist: SizeDistribution,
-    paired: bool,
+    plan: SizePlan,
     cancel: &Cancel,
 ) -> Result<()> {
     if sampled_budget == 0 || n < 2 {
         return Ok(());
     }
-    let expected = expected_layer_counts(n, sampled_budget as f64, dist);
+    let SizePlan { dist, paired, .. } = plan;
+    let border = 2 * n as u64;
+    let expected = if plan.border_first && n >= 4 && sampled_budget >= border {
+        let mut inner = layer_counts_between(n, (sampled_budget - border) as f64, dist, 2);
+        inner[1] = n as f64;
+        inner[n - 1] = n as f64;
+        inner
+    } else {
+        expected_layer_counts(n, sampled_budget as f64, dist)
+    };
     let groups = layer_groups(n, paired);
     let targets: Vec<f64> = groups.iter().map(|g| g.units(&expected)).collect();
     let caps: Vec<f64> = groups.iter().map(|g| g.pool_size(n)).collect();
@@ -87,10 +109,18 @@ pub fn sample_without_replacement<R: Rng>(
 /// Expected number of size-`s` coalitions, `min(C(n, s), c d_s)`, with `c` solving
 /// `Σ_s min(C(n, s), c d_s) = budget` in closed form. Index 0 and `n` are unused (zero).
 pub fn expected_layer_counts(n: usize, budget: f64, dist: SizeDistribution) -> Vec<f64> {
-    let sizes: Vec<usize> = (1..n).collect();
+    layer_counts_between(n, budget, dist, 1)
+}
+
+/// [`expected_layer_counts`] over the sizes `first..=n − first` only (the others zero).
+fn layer_counts_between(n: usize, budget: f64, dist: SizeDistribution, first: usize) -> Vec<f64> {
+    let sizes: Vec<usize> = (first..=n - first).collect();
+    if sizes.is_empty() {
+        return vec![0.0; n + 1];
+    }
     let d: Vec<f64> = (0..=n)
         .map(|s| {
-            if s == 0 || s == n {
+            if s < first || s > n - first {
                 0.0
             } else {
                 dist.weight(n, s)
@@ -116,7 +146,7 @@ pub fn expected_layer_counts(n: usize, budget: f64, dist: SizeDistribution) -> V
     };
     (0..=n)
         .map(|s| {
-            if s == 0 || s == n {
+            if d[s] == 0.0 {
                 0.0
             } else {
                 (c * d[s]).min(binomial_f64(n as u64, s as u64))
@@ -228,6 +258,50 @@ mod tests {
     }
 
     #[test]
+    fn the_kernel_border_comes_first_when_the_budget_holds_it() {
+        let sizes_of = |n: usize, budget: u64, paired: bool, border_first: bool| {
+            let mut rng = ChaCha8Rng::seed_from_u64(3);
+            let mut set = CoalitionSet::new(n);
+            let dist = SizeDistribution::Kernel;
+            let plan = SizePlan {
+                dist,
+                paired,
+                border_first,
+            };
+            sample_without_replacement(&mut set, &mut rng, n, budget, plan, Cancel::never())
+                .unwrap();
+            assert_eq!(set.len() as u64, budget);
+            let coalitions = set.into_parts().0;
+            let count = |s| {
+                (0..budget as usize)
+                    .filter(|&r| coalitions.size(r) == s)
+                    .count()
+            };
+            (count(1), count(n - 1))
+        };
+        for (n, budget, paired) in [
+            (12, 34, true),
+            (12, 24, true),
+            (13, 31, false),
+            (30, 88, true),
+        ] {
+            assert_eq!(
+                sizes_of(n, budget, paired, true),
+                (n, n),
+                "n = {n}, {budget}"
+            );
+            // the kernel's own share of these budgets leaves part of the border out
+            let (small, large) = sizes_of(n, budget, paired, false);
+            assert!(
+                small < n && large < n,
+                "n = {n}, {budget}: {small}, {large}"
+            );
+        }
+        // short of the border's 2n coalitions, the plain kernel counts
+        assert_eq!(sizes_of(12, 22, true, true), sizes_of(12, 22, true, false));
+    }
+
+    #[test]
     fn apportion_is_exact_and_capped() {
         let counts = apportion(&[1.4, 2.4, 3.2], &[10.0, 2.0, 10.0], 7);
         assert_eq!(counts.iter().sum::<u64>(), 7);
@@ -240,16 +314,12 @@ mod tests {
         for n in [7, 8, 40, 300] {
             let mut rng = ChaCha8Rng::seed_from_u64(5);
             let mut set = CoalitionSet::new(n);
-            sample_without_replacement(
-                &mut set,
-                &mut rng,
-                n,
-                100,
-                SizeDistribution::Leverage,
-                true,
-                Cancel::never(),
-            )
-            .unwrap();
+            let plan = SizePlan {
+                dist: SizeDistribution::Leverage,
+                paired: true,
+                border_first: false,
+            };
+            sample_without_replacement(&mut set, &mut rng, n, 100, plan, Cancel::never()).unwrap();
             assert_eq!(set.len(), 100, "n = {n}");
             let (coalitions, weights) = set.into_parts();
             for (row, w) in weights.iter().enumerate() {
@@ -265,9 +335,12 @@ mod tests {
         let n = 4096;
         let mut rng = ChaCha8Rng::seed_from_u64(6);
         let mut set = CoalitionSet::new(n);
-        let kernel = SizeDistribution::Kernel;
-        sample_without_replacement(&mut set, &mut rng, n, 2000, kernel, true, Cancel::never())
-            .unwrap();
+        let plan = SizePlan {
+            dist: SizeDistribution::Kernel,
+            paired: true,
+            border_first: true,
+        };
+        sample_without_replacement(&mut set, &mut rng, n, 2000, plan, Cancel::never()).unwrap();
         assert_eq!(set.len(), 2000);
         let (_, weights) = set.into_parts();
         assert!(weights.iter().all(|w| w.is_finite() && *w > 0.0));
