@@ -228,11 +228,12 @@ def adjust_with_errors(
         errors = partial(design.horvitz_thompson_errors, np.ascontiguousarray(residuals))
         if cross_fit is None:  # in-sample residuals, too small: those of a cross-fit instead
             errors = partial(cross_fitted_errors, design, masks, values, fold, weights)
-    elif choice is not None and ODD_MSR in choice.held_out_errors and method != ODD_MSR:
-        # "odd-msr" reports the plain regression's standard errors; any other mix of it and
-        # "tree-proxy" (w = 0 included) reports them scaled by the root of its held-out error
-        # relative to "odd-msr"'s (scaled by its own held-out error they were too small: 76 %
-        # coverage, and 70 % at 3n once the held-out pairs left the border out).
+    elif choice is not None and method in (SMALL_BLEND, TREE_PROXY):
+        # SMALL_CHOICE's mix: "odd-msr" (w = 1) reports the plain regression's standard errors
+        # (below); any other mix of it and "tree-proxy" (w = 0 included) reports them scaled by
+        # the root of its held-out error relative to "odd-msr"'s (scaled by its own held-out
+        # error they were too small: 76 % coverage, and 80 % at 3n for "tree-proxy" once the
+        # border pairs were kept out of the held-out folds).
         relative = mixed / max(choice.held_out_errors[ODD_MSR], np.finfo(float).tiny)
         errors = partial(scaled_errors, design, values, relative)
     elif choice is not None and method != ODD_MSR:
