@@ -64,8 +64,35 @@ def test_small_choice_beyond_the_border_limit_from_its_minimum_on(n: int) -> Non
     assert auto.choose(n, small).name == "small-choice"
     assert auto.choose(n, small, paired=False).name == "proxy-leverage"
     assert auto.choose(n, auto.small_choice_minimum(n)).name == "small-choice"
-    assert auto.choose(n, auto.small_choice_minimum(n) - 1).name == "leverage"
+    assert auto.choose(n, auto.small_choice_minimum(n) - 1).name == "kernel-wor"
+    assert auto.choose(n, auto.border_budget(n) - 1).name == "leverage"
     assert auto.choose(n, small + 1).name == "odd-choice"
+
+
+@pytest.mark.parametrize("n", [auto.SMALL_CHOICE_MAX_PLAYERS + 1, 30, 100])
+def test_kernel_wor_from_the_border_to_three_n_beyond_small_choice(n: int) -> None:
+    top = auto.BORDER_ONLY_FACTOR * n
+    assert auto.choose(n, auto.border_budget(n) - 1).name == "leverage"
+    assert auto.choose(n, auto.border_budget(n)).name == "kernel-wor"
+    assert auto.choose(n, top).name == "kernel-wor"
+    assert auto.choose(n, top + 1).name == "leverage"
+    assert auto.choose(n, top, paired=False).name == "leverage"
+
+
+def test_kernel_wor_at_three_n_is_exact_on_order_two_with_honest_errors() -> None:
+    n = 30
+    rng = np.random.default_rng(3)
+    w, pair = rng.normal(size=n), np.triu(rng.normal(size=(n, n)), 1)
+    exact = w + pair.sum(0) / 2 + pair.sum(1) / 2
+    design = fs._core.plan("kernel-wor", n, 3 * n, 0)
+    masks = design.masks().astype(float)
+    order_two = masks @ w + np.einsum("bi,ij,bj->b", masks, pair, masks)
+    assert np.allclose(design.estimate(order_two[:, None])[0], exact)
+    values = (order_two + 2.0 * masks[:, 0] * masks[:, 1] * masks[:, 2])[:, None]
+    phi, se = design.estimate(values)[0], design.standard_errors(values)[0]
+    truth = exact + np.r_[np.full(3, 2.0 / 3), np.zeros(n - 3)]
+    assert np.all(se > 0) and np.all(np.isfinite(se))
+    assert np.all(np.abs(phi - truth) <= 1.96 * se + 1e-12)
 
 
 def test_small_choice_from_three_n_and_with_pairing_only() -> None:
@@ -212,7 +239,7 @@ def test_auto_is_reproducible_bit_for_bit() -> None:
 # -- bad input ------------------------------------------------------------------------------------
 
 
-def test_a_small_budget_picks_leverage_and_says_so() -> None:
+def test_a_small_budget_picks_a_plain_regression_and_says_so() -> None:
     n = 30
     rng = np.random.default_rng(0)
     with warnings.catch_warnings():
@@ -220,7 +247,7 @@ def test_a_small_budget_picks_leverage_and_says_so() -> None:
         ex = fs.Explainer(lambda z: np.tanh(z).sum(1), rng.normal(size=(5, n)), budget=64)(
             rng.normal(size=(2, n))
         )
-    assert (ex.method, ex.estimator) == ("auto", "leverage")
+    assert (ex.method, ex.estimator) == ("auto", "kernel-wor")
 
 
 def test_every_output_of_a_k_output_model_is_explained() -> None:

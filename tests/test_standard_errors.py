@@ -115,6 +115,24 @@ def test_coverage_over_seeds(method: str, budget: int) -> None:
     assert 0.85 <= np.mean(covered) <= 0.99
 
 
+@pytest.mark.parametrize("extra", [0, 2, 6])
+def test_a_border_with_few_drawn_pairs_keeps_honest_errors(extra: int) -> None:
+    # kernel-wor from 2n + 2 on enumerates the border; with fewer drawn pairs beside it than
+    # n / 3 the residuals of the border count too (with none, the errors used to be 0)
+    n = 12
+    terms, coefs, truth = unanimity_game(n, 13)
+    game = unanimity(terms, coefs)
+    covered = []
+    for seed in range(50):
+        phi, se = estimate(game, n, "kernel-wor", 2 * n + 2 + extra, seed)
+        assert np.all(se > 0)
+        covered.append(np.abs(phi - truth) <= Z * se)
+    assert 0.85 <= np.mean(covered) <= 1.0
+    order_two = unanimity(terms[terms.sum(1) <= 2], coefs[terms.sum(1) <= 2])
+    _, se = estimate(order_two, n, "kernel-wor", 2 * n + 2 + extra, 0)
+    assert np.allclose(se, 0, atol=1e-9)
+
+
 @pytest.mark.parametrize("method", ["kernel", "leverage", "unbiased", "permutation"])
 def test_errors_shrink_as_the_budget_grows(method: str) -> None:
     terms, coefs, _ = unanimity_game(10, 12)

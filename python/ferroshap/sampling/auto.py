@@ -38,6 +38,7 @@ from ferroshap.interactions.proxy import (
 
 __all__ = [
     "AUTO",
+    "BORDER_ONLY_FACTOR",
     "CANDIDATES",
     "HOLDOUT_COLUMNS",
     "HOLDOUT_FOLDS",
@@ -57,6 +58,7 @@ __all__ = [
     "Choice",
     "HoldOut",
     "Recipe",
+    "border_budget",
     "candidate_fit",
     "choose",
     "fit_column_proxy",
@@ -225,6 +227,25 @@ BORDER_FACTOR = 6
 """... below ``budget = BORDER_FACTOR * n`` (``"small-choice"``, or ``"kernel-wor"`` below
 :func:`small_choice_minimum`); docs/auto.md, "The rule"."""
 
+BORDER_ONLY_FACTOR = 3
+"""Beyond :data:`BORDER_MAX_PLAYERS` players, paired budgets from :func:`border_budget` up to
+``BORDER_ONLY_FACTOR * n`` (below :func:`small_choice_minimum` at n <= 16) go to
+``"kernel-wor"``: its enumerated border is two thirds of the budget or more, and its error was
+0.47-0.73 times ``"leverage"``'s at 3n and 0.2-0.4 times at 2.5n on the tuning games at n = 14-40;
+from 3.2-3.5n on ``"leverage"`` was the better (docs/auto.md, "How the choice was checked")."""
+
+
+def border_budget(n: int) -> int:
+    """Smallest budget at which ``"kernel-wor"`` enumerates the border sizes 1 and ``n - 1``:
+    their ``2 n`` coalitions, the empty one and ``N``.
+
+    Examples
+    --------
+    >>> border_budget(30)
+    62
+    """
+    return 2 * n + 2
+
 
 def choose(n: int, budget: int, paired: bool = True) -> Recipe:
     """The recipe ``auto`` runs for ``n`` players and ``budget`` coalitions.
@@ -238,12 +259,14 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
        ``"tree-proxy"``, a proxy of the game itself, mixed with the weight that predicts held-out
        pairs best); else, at ``n <= 12`` and ``budget < 6 n``, ``"kernel-wor"`` (border sizes
        enumerated);
-    3. ``budget`` below :func:`minimum_budget` (too few pairs
+    3. with more players, paired, from :func:`border_budget` to ``3 n``: ``"kernel-wor"``
+       (:data:`BORDER_ONLY_FACTOR`);
+    4. ``budget`` below :func:`minimum_budget` (too few pairs
        to fit a proxy): ``"leverage"``;
-    4. paired designs: ``"odd-choice"``, which keeps whichever of ``"proxy-leverage"``,
+    5. paired designs: ``"odd-choice"``, which keeps whichever of ``"proxy-leverage"``,
        ``"odd-sparse"`` and ``"odd-blend"`` predicts held-out coalition pairs of the design
        best (the game's own evidence: no threshold, no extra query);
-    5. ``paired=False``: ``"proxy-leverage"`` (the odd part needs complements).
+    6. ``paired=False``: ``"proxy-leverage"`` (the odd part needs complements).
 
     The number of outputs does not enter: proxies are fitted per output column either way.
 
@@ -251,9 +274,11 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
     --------
     >>> choose(8, 256).name, choose(10, 50).name, choose(10, 29).name, choose(30, 100).name
     ('exact', 'small-choice', 'kernel-wor', 'leverage')
+    >>> choose(30, 90).name, choose(30, 61).name, choose(14, 41).name, choose(14, 29).name
+    ('kernel-wor', 'leverage', 'kernel-wor', 'leverage')
     >>> choose(30, 512).name, choose(30, 512, paired=False).name
     ('odd-choice', 'proxy-leverage')
-    >>> choose(14, 42).name, choose(14, 41).name
+    >>> choose(14, 42).name, choose(30, 90, paired=False).name
     ('small-choice', 'leverage')
     """
     if n <= _core.MAX_EXACT_PLAYERS and _core.covers_all(n, budget):
@@ -263,6 +288,8 @@ def choose(n: int, budget: int, paired: bool = True) -> Recipe:
             return RECIPES["small-choice"]
         if n <= BORDER_MAX_PLAYERS:
             return RECIPES["kernel-wor"]
+    if paired and border_budget(n) <= budget <= BORDER_ONLY_FACTOR * n:
+        return RECIPES["kernel-wor"]
     if budget < minimum_budget(n):
         return RECIPES["leverage"]
     return RECIPES["odd-choice" if paired else "proxy-leverage"]
