@@ -15,8 +15,9 @@
 //!   understate their errors). The variance is `Σ_h (1 − m_h/N_h) Σ_{g∈h} u_g²`, and the standard
 //!   error is widened by `t_{0.975}(df) / z_{0.975}` with `df` the number of drawn units − 1
 //!   (the residuals are pooled over them; few drawn units remain where a design enumerates the
-//!   border). A game the regression fits exactly (additive; order ≤ 2 with pairing) has zero
-//!   residuals and zero error.
+//!   border). With fewer drawn units than [`MIN_SANDWICH_UNITS`] or `n / 3`, the enumerated
+//!   sizes' units join them as if drawn (conservative). A game the regression fits exactly
+//!   (additive; order ≤ 2 with pairing) has zero residuals and zero error.
 //! - **Horvitz–Thompson sums** (unbiased, and the residual games of the proxy methods): the
 //!   stratified sample variance `Σ_h (1 − m_h/N_h) m_h/(m_h − 1) Σ_{g∈h} (u_g − ū_h)²` of the
 //!   contributions `u_g = Σ_{p∈g} n ω_p (z_p − s_p/n) t_p`. Strata with a single unit are merged
