@@ -239,8 +239,8 @@ pub(crate) fn unit_errors(
     let mut layers = strata(design, target.centred(), false);
     let units: usize = layers.iter().map(|stratum| stratum.units.len()).sum();
     let enough = MIN_SANDWICH_UNITS.max(SANDWICH_UNITS_PER_PLAYER * n as f64);
-    let complete = n < 63 && design.n_coalitions() as u64 >= 1u64 << n;
-    if target == Target::Residual && (units as f64) < enough && !complete {
+    // (a design holding every coalition is planned as an enumeration and never comes here)
+    if target == Target::Residual && (units as f64) < enough {
         // Too few drawn units to show the error of what they stand for: the enumerated sizes'
         // residuals join them, as if drawn (conservative: they are known exactly).
         layers = strata(design, false, true);
