@@ -5,15 +5,24 @@ diabetes (n = 10, 50 background rows, 4 explained rows), an RBF SVM on wine (n =
 and sums of unanimity games (n = 10 and 12, orders 1-4, 4 random games as columns). Each game
 is tabulated over all ``2**n`` coalitions once, so every estimator queries the same values.
 Budgets ``3n .. 60n``. A cell (estimator, budget) pools every (feature, row, seed) pair of
-every game; coverage is the share of pairs with ``|phi_hat - phi| <= 1.96 SE``.
+every game; coverage is the share of pairs with ``|phi_hat - phi| <= 1.96 SE`` (up to
+floating-point rounding: :data:`ROUNDING`).
 
 Calibration used seeds 100-119; the figures reported in ``docs/standard-errors.md`` are
 seeds 0-19 (the default).
+
+With ``--suite`` the games are those of ``benches/suite.py`` instead (``grid``: both halves of
+its grid, or named ones), each with 1 and 50 background rows (``--backgrounds``), explained
+through ``fs.Explainer`` as a user would (constant features of a one-row background dropped);
+coverage is reported per budget for the tuning half, the held-out half and all games, with the
+game of lowest and highest coverage.
 
 Usage::
 
     python benches/bench_standard_errors.py [--seeds 0:20] [--methods kernel,leverage,...]
         [--factors 3,6,20,60] [--cases rf,lgbm,svm,soum]
+    python benches/bench_standard_errors.py --suite grid [--backgrounds 1,50] [--jobs 2]
+        [--methods auto] [--factors 3,5,20,60] [--seeds 0:20] [--by-game]
 """
 
 from __future__ import annotations
@@ -34,6 +43,17 @@ from ferroshap.sampling.engine import game_values
 
 ROWS = 4
 Z = 1.959963984540054
+ROUNDING = 1e-9
+"""Errors below this share of the largest exact value count as covered whatever the standard
+error: an estimate that is exact but for floating-point rounding (an error of 1e-15 where the
+standard error is 0, or 1e-17) is not a miss."""
+
+
+def covered(err: np.ndarray, se: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Whether ``|err| <= 1.96 se``, up to :data:`ROUNDING`."""
+    return np.abs(err) <= Z * se + ROUNDING * np.abs(truth).max()
+
+
 METHODS = (
     "kernel",
     "kernel-wor",
@@ -129,11 +149,87 @@ def coverage(method: str, factor: int, games: list[Case], seeds: range) -> tuple
             errors.append(phi - truth)
             ses.append(se())
         err, se = np.stack(errors), np.stack(ses)
-        hits += int(np.sum(np.abs(err) <= Z * se))
+        hits += int(np.sum(covered(err, se, truth)))
         total += err.size
         rms = np.sqrt(np.mean(err**2, axis=0))
         ratios.append(np.median(np.mean(se, axis=0) / np.where(rms > 0, rms, np.nan)))
     return hits / max(total, 1), float(np.nanmedian(ratios)), total
+
+
+def suite_counts(
+    game_name: str, background: int, methods: list[str], factors: list[int], seeds: range
+) -> list[tuple[str, str, int, int, int, float]]:
+    """``(game, method, factor, hits, pairs, SE / RMS error)`` of one suite game with
+    ``background`` rows, explained through ``fs.Explainer`` (the SE ratio is the mean SE over
+    the RMS error, pooled over features, rows and seeds)."""
+    from ferroshap.bench.suite import SUITE_GAMES
+
+    game = SUITE_GAMES[game_name][1](background)
+    out = []
+    for method in methods:
+        for factor in factors:
+            errors, ses = [], []
+            for seed in seeds:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    explainer = fs.Explainer(
+                        game.model,
+                        game.background,
+                        method=method,
+                        budget=factor * game.n,
+                        seed=seed,
+                    )
+                    ex = explainer(game.X)
+                errors.append(ex.values - game.truth)
+                ses.append(ex.standard_errors)
+            err, se = np.stack(errors), np.stack(ses)
+            hits = int(np.sum(covered(err, se, game.truth)))
+            rms = float(np.sqrt(np.mean(err**2)))
+            ratio = float(np.mean(se)) / rms if rms > 0 else float("nan")
+            out.append((f"{game_name}/{background}", method, factor, hits, err.size, ratio))
+    return out
+
+
+def suite_main(args: argparse.Namespace, seeds: range, factors: list[int]) -> None:
+    """Coverage on the suite's games (``--suite``), per budget and half of the games."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ferroshap.bench.suite import GRID_GAMES, TUNING_GAMES
+
+    names = GRID_GAMES if args.suite == "grid" else tuple(args.suite.split(","))
+    methods = args.methods.split(",")
+    tasks = [
+        (g, int(b), methods, factors, seeds) for g in names for b in args.backgrounds.split(",")
+    ]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        rows = [r for part in pool.map(suite_counts, *zip(*tasks, strict=True)) for r in part]
+    print(
+        f"suite games: {', '.join(names)}; backgrounds {args.backgrounds}; seeds "
+        f"{seeds.start}-{seeds.stop - 1}"
+    )
+    for method in methods:
+        for factor in factors:
+            cell = [r for r in rows if r[1] == method and r[2] == factor]
+            parts = []
+            for half, keep in (
+                ("tuning", lambda g: g.split("/")[0] in TUNING_GAMES),
+                ("held-out", lambda g: g.split("/")[0] not in TUNING_GAMES),
+                ("all", lambda g: True),
+            ):
+                picked = [r for r in cell if keep(r[0])]
+                share = sum(r[3] for r in picked) / max(sum(r[4] for r in picked), 1)
+                parts.append(f"{half} {share:.3f}")
+            by_game = sorted(cell, key=lambda r: r[3] / r[4])
+            low, high = by_game[0], by_game[-1]
+            ratio = np.nanmedian([r[5] for r in cell])
+            print(
+                f"{method} {factor}n: {', '.join(parts)}; median SE/RMS {ratio:.2f}; "
+                f"lowest {low[0]} {low[3] / low[4]:.3f}, highest {high[0]} {high[3] / high[4]:.3f}",
+                flush=True,
+            )
+            if args.by_game:
+                for name, _, _, hits, pairs, ratio in cell:
+                    print(f"    {name:<20} {hits / pairs:.3f} (SE/RMS {ratio:.2f})")
 
 
 def main() -> None:
@@ -142,8 +238,15 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--factors", default="3,6,20,60")
     parser.add_argument("--cases", default="rf,lgbm,svm,soum")
+    parser.add_argument("--suite", default=None, help="grid, or suite game names")
+    parser.add_argument("--backgrounds", default="1,50")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--by-game", action="store_true", help="with --suite: every game's")
     args = parser.parse_args()
     start, stop = map(int, args.seeds.split(":"))
+    if args.suite is not None:
+        suite_main(args, range(start, stop), [int(f) for f in args.factors.split(",")])
+        return
     games = cases(set(args.cases.split(",")))
     factors = [int(f) for f in args.factors.split(",")]
     print(f"games: {', '.join(g[0] for g in games)}; seeds {start}-{stop - 1}")

@@ -233,3 +233,23 @@ def test_a_constant_game_scores_near_zero_at_small_budgets() -> None:
     (scores,) = ex.diagnostics["held_out_errors"]
     assert set(scores) == set(auto.SMALL_CANDIDATES)
     assert all(0 <= score < 1e-3 for score in scores.values()), scores  # was ~1e273
+
+
+def test_the_coverage_bench_runs_on_suite_games() -> None:
+    """``benches/bench_standard_errors.py --suite``: a suite game explained through the
+    Explainer, every (feature, row, seed) pair counted; rounding-level errors count as covered."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benches" / "bench_standard_errors.py"
+    spec = importlib.util.spec_from_file_location("bench_standard_errors", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    [(name, method, factor, hits, pairs, ratio)] = bench.suite_counts(
+        "forest", 50, ["auto"], [5], range(2)
+    )
+    assert (name, method, factor, pairs) == ("forest/50", "auto", 5, 2 * 4 * 10)
+    assert 0 < hits <= pairs and ratio > 0
+    truth = np.array([1.0, -2.0])
+    assert bench.covered(np.array([1e-15, 0.0]), np.zeros(2), truth).all()
+    assert not bench.covered(np.array([1e-3, 0.0]), np.array([1e-4, 0.0]), truth)[0]
