@@ -217,8 +217,9 @@ def suite_main(args: argparse.Namespace, seeds: range, factors: list[int]) -> No
                 ("all", lambda g: True),
             ):
                 picked = [r for r in cell if keep(r[0])]
-                share = sum(r[3] for r in picked) / max(sum(r[4] for r in picked), 1)
-                parts.append(f"{half} {share:.3f}")
+                if picked:  # a half with no game named has no coverage
+                    share = sum(r[3] for r in picked) / sum(r[4] for r in picked)
+                    parts.append(f"{half} {share:.3f}")
             by_game = sorted(cell, key=lambda r: r[3] / r[4])
             low, high = by_game[0], by_game[-1]
             ratio = np.nanmedian([r[5] for r in cell])
