@@ -194,9 +194,14 @@ def suite_main(args: argparse.Namespace, seeds: range, factors: list[int]) -> No
     """Coverage on the suite's games (``--suite``), per budget and half of the games."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from ferroshap.bench.suite import GRID_GAMES, TUNING_GAMES
+    from ferroshap.bench.suite import GRID_GAMES, SUITE_GAMES, TUNING_GAMES
 
     names = GRID_GAMES if args.suite == "grid" else tuple(args.suite.split(","))
+    unknown = [name for name in names if name not in SUITE_GAMES]
+    if unknown:
+        raise SystemExit(
+            f"--suite: unknown games {unknown}; expected 'grid' or {list(SUITE_GAMES)}"
+        )
     methods = args.methods.split(",")
     tasks = [
         (g, int(b), methods, factors, seeds) for g in names for b in args.backgrounds.split(",")
