@@ -1,4 +1,5 @@
-"""Shared test oracles: brute-force Shapley values and an additive game.
+"""Shared test oracles: brute-force Shapley values and an additive game; and a loader for the
+scripts in ``benches/`` (not a package), whose functions some tests call.
 
 The games with closed-form values that benchmarks use too live in :mod:`ferroshap.bench.games`
 (:class:`~ferroshap.bench.games.SumOfUnanimity`), the metrics in :mod:`ferroshap.bench.metrics`.
@@ -6,8 +7,11 @@ The games with closed-form values that benchmarks use too live in :mod:`ferrosha
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from math import comb
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -45,3 +49,12 @@ class Additive:
 
     def __call__(self, masks: np.ndarray) -> np.ndarray:
         return masks @ self.shapley
+
+
+def bench_script(name: str) -> ModuleType:
+    """The script ``benches/<name>.py`` loaded as a module (its ``main`` guard not run)."""
+    path = Path(__file__).resolve().parents[1] / "benches" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from conftest import bench_script
 from ferroshap import InvalidArgumentError
 from ferroshap.bench import run_benchmark, suite
 from ferroshap.bench.estimators import make_estimator, producer_version
@@ -133,13 +134,7 @@ def test_suite_rejects_an_unknown_game() -> None:
 
 
 def test_suite_script_smoke_form(tmp_path) -> None:
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benches" / "suite.py"
-    spec = importlib.util.spec_from_file_location("suite_script", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = bench_script("suite")
     cache = tmp_path / "peer-cache"  # not the committed one
     assert module.main(["--smoke", "--out", str(tmp_path), "--peer-cache", str(cache)]) == 0
     runs = pl.read_parquet(tmp_path / "suite.parquet")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ferroshap as fs
+from conftest import bench_script
 from ferroshap import _core
 from ferroshap.query.games import RawGame
 from ferroshap.sampling import auto
@@ -238,13 +239,7 @@ def test_a_constant_game_scores_near_zero_at_small_budgets() -> None:
 def test_the_coverage_bench_runs_on_suite_games() -> None:
     """``benches/bench_standard_errors.py --suite``: a suite game explained through the
     Explainer, every (feature, row, seed) pair counted; rounding-level errors count as covered."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benches" / "bench_standard_errors.py"
-    spec = importlib.util.spec_from_file_location("bench_standard_errors", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_script("bench_standard_errors")
     [(name, method, factor, hits, pairs, ratio)] = bench.suite_counts(
         "forest", 50, ["auto"], [5], range(2)
     )
