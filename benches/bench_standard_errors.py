@@ -238,6 +238,14 @@ def suite_main(args: argparse.Namespace, seeds: range, factors: list[int]) -> No
                     print(f"    {name:<20} {hits / pairs:.3f} (SE/RMS {ratio:.2f})")
 
 
+def _positive(text: str) -> int:
+    """An ``argparse`` type: an integer of at least 1 (``--jobs``)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0:20")
@@ -246,7 +254,7 @@ def main() -> None:
     parser.add_argument("--cases", default="rf,lgbm,svm,soum")
     parser.add_argument("--suite", default=None, help="grid, or suite game names")
     parser.add_argument("--backgrounds", default="1,50")
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--jobs", type=_positive, default=1, help="processes (with --suite)")
     parser.add_argument("--by-game", action="store_true", help="with --suite: every game's")
     args = parser.parse_args()
     start, stop = map(int, args.seeds.split(":"))
