@@ -305,6 +305,11 @@ impl<T: Copy + Send + Sync + 'static> Sources<T> {
             let failed = outcome.is_err();
             {
                 let mut state = shared.lock();
+                if state.closed {
+                    // closed while this chunk was filled: dropped like those filled before,
+                    // or `take` would hand it out after `close()`
+                    return;
+                }
                 state.done.push_back(outcome);
                 state.closed |= failed; // nothing after a chunk that failed
             }
