@@ -334,17 +334,18 @@ pub(crate) fn unit_errors(
                 };
         }
     }
-    if target == Target::Residual && drawn >= 2.0 {
-        moderate(&mut variance, n, drawn - 1.0);
-    }
-    let widen = if target.centred() && freedom > 0.0 {
-        t_widening(freedom)
-    } else if target == Target::Residual && drawn >= 2.0 {
-        // the residuals' sum of squares is pooled over every drawn unit
-        t_widening(drawn - 1.0)
+    // Degrees of freedom of the variances: the residuals' sum of squares is pooled over every
+    // drawn unit; centred targets lose one per stratum.
+    let df = if target == Target::Residual {
+        let df = drawn - 1.0;
+        if df >= 1.0 {
+            moderate(&mut variance, n, df);
+        }
+        df
     } else {
-        1.0
+        freedom
     };
+    let widen = if df > 0.0 { t_widening(df) } else { 1.0 };
     Ok(variance.into_iter().map(|v| v.sqrt() * widen).collect())
 }
 
