@@ -5,11 +5,15 @@ the proxy's ``ADJUSTMENT_ROUNDS`` and learning rate set to each configuration, a
 cell (game, background rows, budget) the median relative squared error over the seeds, then per
 configuration the geometric mean over cells of its ratio to the first configuration's. The
 evidence behind ``ferroshap.interactions.proxy.ADJUSTMENT_PARAMS`` (docs/proxy-adjusted.md).
+With ``--small-l2`` the configurations are instead the L2 penalties of ``auto``'s small-budget
+proxy of the game (``SMALL_BUDGET_PARAMS["lambda_l2"]``, docs/auto.md), rounds and rate as set.
 
 Usage::
 
     python benches/bench_adjustment_proxy.py odd-sparse --games rf-diabetes,mlp-diabetes,svm-wine \\
         --seeds 100:110 --factors 40,60
+    python benches/bench_adjustment_proxy.py auto --games hgb-cancer,svm-wine --seeds 100:120 \\
+        --factors 3,5 --small-l2 0,1,2,4,8
 """
 
 from __future__ import annotations
@@ -41,21 +45,32 @@ def main() -> None:
     parser.add_argument("--seeds", default="100:110", help="first:stop")
     parser.add_argument("--factors", default="40,60", help="budgets as multiples of n")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="names of CONFIGS, in order")
+    parser.add_argument(
+        "--small-l2",
+        help="L2 penalties of the small-budget proxy to compare, the first the reference",
+    )
     args = parser.parse_args()
     fix_threads()  # FERROSHAP_BENCH_THREADS=1 for the figures in docs/proxy-adjusted.md
     first, stop = map(int, args.seeds.split(":"))
     reference: dict[tuple[str, int, int], float] = {}
-    configs = {name: CONFIGS[name] for name in args.configs.split(",")}
+    saved = (
+        proxy.ADJUSTMENT_ROUNDS,
+        proxy.ADJUSTMENT_PARAMS["learning_rate"],
+        proxy.SMALL_BUDGET_PARAMS["lambda_l2"],
+    )
+    if args.small_l2:
+        configs = {f"l2={p}": (*saved[:2], float(p)) for p in args.small_l2.split(",")}
+    else:
+        configs = {name: (*CONFIGS[name], saved[2]) for name in args.configs.split(",")}
     ratios: dict[str, list[float]] = {name: [] for name in configs}
-    saved = proxy.ADJUSTMENT_ROUNDS, proxy.ADJUSTMENT_PARAMS["learning_rate"]
     for name in args.games.split(","):
         n, build = SUITE_GAMES[name]
         for background in BACKGROUNDS:
             game = build(background)
             for factor in map(int, args.factors.split(",")):
                 budget = min(factor * n, 2**n - 2)
-                for config, (rounds, rate) in configs.items():
-                    set_proxy(rounds, rate)
+                for config, settings in configs.items():
+                    set_proxy(*settings)
                     runs = [run_one(game, args.estimator, budget, s) for s in range(first, stop)]
                     error = float(np.median([run["rel_error"] for run in runs]))
                     cell = (name, background, budget)
@@ -73,12 +88,14 @@ def main() -> None:
         )
 
 
-def set_proxy(rounds: int, rate: float) -> None:
+def set_proxy(rounds: int, rate: float, small_l2: float) -> None:
     """Every proxy of the proxy-adjusted estimators (``auto``'s small-budget one included) with
-    ``rounds`` rounds at learning rate ``rate``."""
+    ``rounds`` rounds at learning rate ``rate``; the small-budget one with L2 penalty
+    ``small_l2``."""
     proxy.ADJUSTMENT_ROUNDS = rounds
     proxy.ADJUSTMENT_PARAMS["learning_rate"] = rate
     proxy.SMALL_BUDGET_PARAMS["learning_rate"] = rate
+    proxy.SMALL_BUDGET_PARAMS["lambda_l2"] = small_l2
 
 
 if __name__ == "__main__":

@@ -79,10 +79,12 @@ sampled coalition, with no held-out set to stop on, so it runs a fixed
 :data:`ADJUSTMENT_ROUNDS`. ``num_threads=1`` (the fits of several rows and outputs run side by
 side instead) and ``deterministic=True`` make it bit-for-bit reproducible."""
 
-SMALL_BUDGET_PARAMS: dict[str, Any] = {**ADJUSTMENT_PARAMS, "min_data_in_leaf": 3}
-""":data:`ADJUSTMENT_PARAMS` with leaves of as few as three coalitions: the proxy of the game
-itself that ``method="auto"`` weighs at budgets of a few times ``n`` (``"tree-proxy"``, see
-:mod:`ferroshap.sampling.auto`), where leaves of ten leave a tree game's proxy too coarse."""
+SMALL_BUDGET_PARAMS: dict[str, Any] = {**ADJUSTMENT_PARAMS, "min_data_in_leaf": 3, "lambda_l2": 2.0}
+""":data:`ADJUSTMENT_PARAMS` with leaves of as few as three coalitions, their values shrunk by an
+L2 penalty of 2 (a leaf of ``k`` coalitions moves ``k / (k + 2)`` of the way to its mean
+residual): the proxy of the game itself that ``method="auto"`` weighs at budgets of a few times
+``n`` (``"tree-proxy"``, see :mod:`ferroshap.sampling.auto`), where leaves of ten leave a tree
+game's proxy too coarse and unshrunk leaves of three chase single coalitions (docs/auto.md)."""
 
 ADJUSTMENT_ROUNDS = 120
 """Boosting rounds of the proxy-adjusted estimators' proxy (no early stopping)."""
