@@ -1,4 +1,4 @@
-"""The proxy-adjusted estimators' LightGBM proxy: accuracy of rounds x learning rate.
+"""The proxy-adjusted estimators' LightGBM proxy: accuracy of its rounds, rate and penalty.
 
 Runs one estimator (``odd-sparse``, ``proxy-leverage``, ``odd-msr``, ...) on suite games with
 the proxy's ``ADJUSTMENT_ROUNDS`` and learning rate set to each configuration, and prints per
@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS), help="names of CONFIGS, in order")
     parser.add_argument(
         "--small-l2",
+        type=penalties,
         help="L2 penalties of the small-budget proxy to compare, the first the reference",
     )
     args = parser.parse_args()
@@ -59,7 +60,7 @@ def main() -> None:
         proxy.SMALL_BUDGET_PARAMS["lambda_l2"],
     )
     if args.small_l2:
-        configs = {f"l2={p}": (*saved[:2], float(p)) for p in args.small_l2.split(",")}
+        configs = {f"l2={p:g}": (*saved[:2], p) for p in args.small_l2}
     else:
         configs = {name: (*CONFIGS[name], saved[2]) for name in args.configs.split(",")}
     ratios: dict[str, list[float]] = {name: [] for name in configs}
@@ -86,6 +87,17 @@ def main() -> None:
             f"{config:9s} geometric mean ratio {np.exp(np.mean(np.log(values))):.3f} "
             f"(worst {max(values):.3f}, {len(values)} cells)"
         )
+
+
+def penalties(text: str) -> list[float]:
+    """``--small-l2``: comma-separated L2 penalties, each a number >= 0."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(value >= 0 for value in values):
+        raise argparse.ArgumentTypeError(f"expected numbers >= 0 separated by commas; got {text!r}")
+    return values
 
 
 def set_proxy(rounds: int, rate: float, small_l2: float) -> None:
