@@ -18,6 +18,7 @@ from ferroshap.bench.games import (
 )
 from ferroshap.bench.harness import TIMING_COLUMNS
 from ferroshap.bench.report import format_table
+from ferroshap.bench.unseen_games import UNSEEN_BUILDERS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -127,6 +128,20 @@ def test_added_suite_games_have_efficient_exact_truth(build) -> None:
     gap = game.model(game.X) - game.model(game.background).mean()
     np.testing.assert_allclose(game.truth.sum(axis=1), gap, atol=1e-9)
     assert game.truth.shape == game.X.shape and np.abs(game.truth).sum() > 0
+
+
+@pytest.mark.parametrize("name", list(UNSEEN_BUILDERS))
+def test_unseen_games_have_their_stated_players_and_efficient_truth(name: str) -> None:
+    n, build = UNSEEN_BUILDERS[name]
+    if name.startswith("lgb-"):  # exact TreeSHAP comes from shap
+        pytest.importorskip("shap")
+    game = build(2, 1)
+    assert game.X.shape == (2, n) and game.truth.shape == (2, n)
+    gap = game.model(game.X) - game.model(game.background).mean()
+    # shap's TreeSHAP sums in float32-like precision: ~1e-7 of the outputs' size
+    scale = max(1.0, float(np.abs(game.model(game.X)).max()))
+    np.testing.assert_allclose(game.truth.sum(axis=1), gap, atol=1e-6 * scale)
+    assert np.abs(game.truth).sum() > 0
 
 
 def test_timed_protocols_measure_nothing_when_every_task_is_skipped() -> None:

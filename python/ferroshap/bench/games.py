@@ -25,6 +25,7 @@ __all__ = [
     "near_free_problem",
     "random_terms",
     "split_rows",
+    "tree_truth",
 ]
 
 
@@ -196,7 +197,9 @@ def enumeration_game(n: int = 12, rows: int = 3, seed: int = 0) -> BenchGame:
     return BenchGame(f"enum{n}", model, background, X, truth)
 
 
-def _tree_truth(model: object, background: np.ndarray, X: np.ndarray) -> np.ndarray:
+def tree_truth(model: object, background: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Exact interventional TreeSHAP values ``[rows, n]`` of a LightGBM ``model``'s raw output
+    (a classifier's log-odds) on ``X`` against ``background``, from shap."""
     import shap
 
     explainer = shap.TreeExplainer(
@@ -231,7 +234,7 @@ def lightgbm_game(rows: int = 8, n_background: int = 50, seed: int = 0) -> Bench
         n_estimators=200, num_leaves=31, verbose=-1, deterministic=True, random_state=seed
     ).fit(X_all, y)
     background, X = split_rows(X_all, n_background, rows, seed)
-    return BenchGame("lightgbm", model.predict, background, X, _tree_truth(model, background, X))
+    return BenchGame("lightgbm", model.predict, background, X, tree_truth(model, background, X))
 
 
 def lightgbm_digits_game(rows: int = 4, n_background: int = 50, seed: int = 0) -> BenchGame:
@@ -245,7 +248,7 @@ def lightgbm_digits_game(rows: int = 4, n_background: int = 50, seed: int = 0) -
         n_estimators=100, num_leaves=15, verbose=-1, deterministic=True, random_state=seed
     ).fit(X_all, y.astype(float))
     background, X = split_rows(X_all.astype(float), n_background, rows, seed)
-    return BenchGame("digits", model.predict, background, X, _tree_truth(model, background, X))
+    return BenchGame("digits", model.predict, background, X, tree_truth(model, background, X))
 
 
 def forest_game(rows: int = 6, n_background: int = 40, seed: int = 0) -> BenchGame:
