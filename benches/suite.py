@@ -36,7 +36,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ferroshap.bench import suite
+from ferroshap.bench import suite, suite_summary
 from ferroshap.bench.timing import fix_threads
 
 RESULTS = Path(__file__).resolve().parent / "results" / "suite"
@@ -91,15 +91,15 @@ def main(argv: list[str] | None = None) -> int:
         peer_cache=None if args.no_peer_cache else args.peer_cache,
         **grid,
     )
-    summary = suite.summarize_suite(runs)
-    overview = suite.ours_overview(summary)
+    summary = suite_summary.summarize_suite(runs)
+    overview = suite_summary.ours_overview(summary)
     runs.write_parquet(args.out / "suite.parquet")
     summary.write_parquet(args.out / "suite_summary.parquet")
     with pl.Config(tbl_rows=200, tbl_cols=20, tbl_width_chars=200, float_precision=3):
         text = f"{overview}\n\n{summary.drop('library', 'exact')}"
     (args.out / "suite.md").write_text(text + "\n")
     print(text)
-    suite.plot_suite(summary, args.out / "suite.png")
+    suite_summary.plot_suite(summary, args.out / "suite.png")
     print(f"\n{runs.height} runs; {time.perf_counter() - start:.0f} s; results in {args.out}")
     return 0
 

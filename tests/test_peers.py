@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 
 from conftest import bench_script
 from ferroshap import InvalidArgumentError
-from ferroshap.bench import run_benchmark, suite
+from ferroshap.bench import run_benchmark, suite, suite_summary
 from ferroshap.bench.estimators import make_estimator, producer_version
 from ferroshap.bench.games import linear_game, soum_game
 from ferroshap.bench.metrics import mean_relative_squared_error
@@ -110,7 +111,7 @@ def test_suite_smoke_grid_resumes_without_counting_a_cell_twice(tmp_path, monkey
     runs = suite.run_suite(tmp_path, methods=methods, seeds=[0, 1], **grid)
     assert runs.height == 4 * 2 * 2  # cells x seeds x methods, each once
     assert runs.unique(["cell", "seed", "method"]).height == runs.height
-    summary = suite.summarize_suite(runs)
+    summary = suite_summary.summarize_suite(runs)
     assert summary.filter(pl.col("best_peer").is_null()).height == summary.height  # no peer ran
     assert set(summary["cell"]) == {c.key for c in suite.cells(**grid)}
 
@@ -119,13 +120,46 @@ def test_suite_summary_ratios_to_the_best_peer(tmp_path) -> None:
     _needs("shapiq-kernel")
     grid = {"games": ["forest"], "backgrounds": [1], "factors": [5]}
     runs = suite.run_suite(tmp_path, methods=["leverage", "shapiq-kernel"], seeds=[0], **grid)
-    summary = suite.summarize_suite(runs)
+    summary = suite_summary.summarize_suite(runs)
     peer = summary.filter(method="shapiq-kernel")
     assert peer["ratio"][0] == pytest.approx(1.0)
     ours = summary.filter(method="leverage")
     assert ours["ratio"][0] == pytest.approx(ours["median_error"][0] / peer["median_error"][0])
-    overview = suite.ours_overview(summary)  # forest is a held-out game
+    overview = suite_summary.ours_overview(summary)  # forest is a held-out game
     assert dict(zip(overview["half"], overview["cells"], strict=True)) == {"all": 1, "held-out": 1}
+
+
+def _runs(cell: str, ours: np.ndarray, theirs: np.ndarray) -> pl.DataFrame:
+    """Suite runs of one cell: ``auto`` (ferroshap) and ``shapiq-kernel`` with these errors."""
+    seeds = np.arange(len(ours))
+    common = {"cell": cell, "game": "forest", "n": 10, "background": 1, "budget": 50}
+    return pl.concat(
+        pl.DataFrame({"seed": seeds, "rel_error": errors, "wall_s": 0.1}).with_columns(
+            **{k: pl.lit(v) for k, v in common.items()},
+            exact=pl.lit(False),
+            method=pl.lit(method),
+            library=pl.lit(library),
+        )
+        for method, library, errors in (
+            ("auto", "ferroshap", ours),
+            ("shapiq-kernel", "shapiq", theirs),
+        )
+    )
+
+
+def test_ratio_intervals_tell_a_tie_from_a_loss() -> None:
+    rng = np.random.default_rng(0)
+    peer = rng.lognormal(size=(2, 20))
+    tie = _runs("tie", rng.lognormal(size=20), peer[0])
+    loss = _runs("loss", 3 * peer[1] * rng.lognormal(sigma=0.2, size=20), peer[1])
+    summary = suite_summary.summarize_suite(pl.concat([tie, loss]))
+    ours = {row["cell"]: row for row in summary.filter(method="auto").iter_rows(named=True)}
+    assert ours["tie"]["ratio_low"] < min(1.0, ours["tie"]["ratio"])
+    assert ours["tie"]["ratio_high"] > max(1.0, ours["tie"]["ratio"])
+    assert 1.0 < ours["loss"]["ratio_low"] < ours["loss"]["ratio"] < ours["loss"]["ratio_high"]
+    assert summary.filter(method="shapiq-kernel")["ratio_low"].is_null().all()  # peers: none
+    assert suite_summary.ours_overview(summary).filter(half="all")["behind_beyond_noise"][0] == 1
+    assert summary.equals(suite_summary.summarize_suite(pl.concat([tie, loss])))  # the same draws
 
 
 def test_suite_rejects_an_unknown_game() -> None:

@@ -11,8 +11,9 @@ of a long grid can be gathered over several runs (``--first-seed`` / ``--seeds``
 by another version of its producer (:func:`~ferroshap.bench.estimators.producer_version`: a peer's
 library version; ferroshap's version and a digest of its files) counts as missing and is replaced:
 peers run once per library version, ferroshap's estimators again after each change of its code.
-The summary gives, per cell and estimator, the median error over seeds, the ratio to the best
-peer's, and the wall seconds per explained row.
+The summary (:mod:`ferroshap.bench.suite_summary`) gives, per cell and estimator, the median
+error over seeds, the ratio to the best peer's with the seeds' noise on it, and the wall seconds
+per explained row.
 
 Estimators are every name of :func:`ferroshap.bench.estimators.all_estimators`, so besides the
 methods and peers the suite runs, when named, the recipes of ``method="auto"`` that no method
@@ -71,7 +72,6 @@ __all__ = [
     "Cell",
     "cells",
     "run_suite",
-    "summarize_suite",
 ]
 
 ROWS = 4
@@ -416,85 +416,3 @@ def _run_in_processes(
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-def summarize_suite(runs: Any, tiny: float = 1e-12) -> Any:
-    """Per cell and estimator: median error over seeds, the best peer's, the ratio, seconds per
-    row (median wall over seeds / rows), and ``met`` (ratio ≤ 1, or both errors below ``tiny``).
-    """
-    import polars as pl
-
-    medians = (
-        runs.with_columns(pl.col("rel_error").fill_nan(None))
-        .group_by(["cell", "game", "n", "background", "budget", "exact", "method", "library"])
-        .agg(
-            pl.col("rel_error").median().alias("median_error"),
-            (pl.col("wall_s").median() / ROWS).alias("seconds_per_row"),
-            pl.col("rel_error").is_not_null().sum().alias("seeds"),
-        )
-    )
-    best_peer = (
-        medians.filter(pl.col("library") != "ferroshap", pl.col("median_error").is_not_null())
-        .sort("median_error")
-        .group_by("cell", maintain_order=True)
-        .agg(
-            pl.col("median_error").first().alias("best_peer_error"),
-            pl.col("method").first().alias("best_peer"),
-        )
-    )
-    return (
-        medians.join(best_peer, on="cell", how="left")
-        .with_columns(ratio=pl.col("median_error") / pl.col("best_peer_error"))
-        .with_columns(
-            met=(pl.col("ratio") <= 1.0)
-            | ((pl.col("best_peer_error") < tiny) & (pl.col("median_error") < tiny))
-        )
-        .sort("game", "background", "budget", "median_error")
-    )
-
-
-def ours_overview(summary: Any) -> Any:
-    """Per ferroshap estimator and half of the games (``"all"``, ``"tuning"``, ``"held-out"``,
-    :data:`TUNING_GAMES`): cells, share of cells met (≤ 1.0x the best peer), share ≤ 1.2x, the
-    median and the worst ratio over cells."""
-    import polars as pl
-
-    ours = summary.filter(pl.col("library") == "ferroshap", pl.col("ratio").is_not_null())
-    halves = pl.when(pl.col("game").is_in(TUNING_GAMES)).then(pl.lit("tuning"))
-    ours = ours.with_columns(half=halves.otherwise(pl.lit("held-out")))
-    return (
-        pl.concat([ours.with_columns(half=pl.lit("all")), ours])
-        .group_by("method", "half")
-        .agg(
-            pl.len().alias("cells"),
-            pl.col("met").mean().alias("share_le_1"),
-            ((pl.col("ratio") <= 1.2) | pl.col("met")).mean().alias("share_le_1.2"),
-            pl.col("ratio").median().alias("median_ratio"),
-            pl.col("ratio").max().alias("worst_ratio"),
-        )
-        .sort("method", "half")
-    )
-
-
-def plot_suite(summary: Any, path: str | Path) -> None:
-    """Save a PNG: each ferroshap estimator's ratio to the best peer in every cell (log scale)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import polars as pl
-
-    ours = summary.filter(pl.col("library") == "ferroshap", pl.col("ratio").is_not_null())
-    keys = sorted(ours["cell"].unique().to_list())
-    fig, ax = plt.subplots(figsize=(max(8, 0.25 * len(keys)), 5))
-    for method in sorted(ours["method"].unique().to_list()):
-        part = ours.filter(method=method)
-        ratio = dict(zip(part["cell"], part["ratio"], strict=True))
-        ax.plot(range(len(keys)), [ratio.get(k) for k in keys], "o-", label=method, ms=3, lw=0.8)
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set(yscale="log", ylabel="median error / best peer's", title="accuracy suite")
-    ax.set_xticks(range(len(keys)), keys, rotation=90, fontsize=6)
-    ax.legend(fontsize="small", ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
