@@ -152,14 +152,22 @@ def test_ratio_intervals_tell_a_tie_from_a_loss() -> None:
     peer = rng.lognormal(size=(2, 20))
     tie = _runs("tie", rng.lognormal(size=20), peer[0])
     loss = _runs("loss", 3 * peer[1] * rng.lognormal(sigma=0.2, size=20), peer[1])
-    summary = suite_summary.summarize_suite(pl.concat([tie, loss]))
+    exact = _runs("exact", np.zeros(20), np.zeros(20))
+    summary = suite_summary.summarize_suite(pl.concat([tie, loss, exact]))
     ours = {row["cell"]: row for row in summary.filter(method="auto").iter_rows(named=True)}
+    assert ours["exact"]["met"] and ours["exact"]["ratio_low"] is None
     assert ours["tie"]["ratio_low"] < min(1.0, ours["tie"]["ratio"])
     assert ours["tie"]["ratio_high"] > max(1.0, ours["tie"]["ratio"])
     assert 1.0 < ours["loss"]["ratio_low"] < ours["loss"]["ratio"] < ours["loss"]["ratio_high"]
     assert summary.filter(method="shapiq-kernel")["ratio_low"].is_null().all()  # peers: none
     assert suite_summary.ours_overview(summary).filter(half="all")["behind_beyond_noise"][0] == 1
-    assert summary.equals(suite_summary.summarize_suite(pl.concat([tie, loss])))  # the same draws
+    again = suite_summary.summarize_suite(pl.concat([exact, loss, tie]))
+    columns = ["cell", "method", "ratio_low", "ratio_high"]
+    assert (
+        summary.select(columns)
+        .sort("cell", "method")
+        .equals(again.select(columns).sort("cell", "method"))
+    )  # the same draws, whatever the order of the runs
 
 
 def test_suite_rejects_an_unknown_game() -> None:

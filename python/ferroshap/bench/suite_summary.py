@@ -64,7 +64,8 @@ def ratio_intervals(
     interval (``ratio_low``, ``ratio_high``) of the ratio of its median error to the best peer's
     when the seeds that both ran are drawn again with replacement, ``draws`` times, the same
     seeds for both. A cell whose interval lies above 1 is behind by more than the seeds' noise;
-    one that straddles 1 is a tie however its ratio falls. Deterministic for ``seed``."""
+    one that straddles 1 is a tie however its ratio falls. No interval where both are exact
+    (errors 0) in every draw. Deterministic for ``seed``."""
     import polars as pl
 
     errors = runs.with_columns(pl.col("rel_error").fill_nan(None)).drop_nulls("rel_error")
@@ -88,8 +89,10 @@ def ratio_intervals(
         drawn = rng.integers(0, len(common), (draws, len(common)))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.median(a[drawn], axis=1) / np.median(b[drawn], axis=1)
-        low, high = np.nanpercentile(ratio, [tail, 100 - tail])
-        rows.append((cell, method, float(low), float(high)))
+        ratio = ratio[~np.isnan(ratio)]  # 0 / 0: both exact in that draw
+        if len(ratio):
+            low, high = np.percentile(ratio, [tail, 100 - tail])
+            rows.append((cell, method, float(low), float(high)))
     schema = {
         "cell": pl.String,
         "method": pl.String,

@@ -83,8 +83,8 @@ def ada_cancer_game(rows: int = 4, n_background: int = 50, seed: int = 14) -> Be
 
 
 def mlp_synthetic_game(rows: int = 4, n_background: int = 50, seed: int = 15) -> BenchGame:
-    """An MLP (one hidden layer of 24) on a synthetic regression with 18 standardized features,
-    eight of them relevant, and a product of two of them in the target (n = 18)."""
+    """An MLP (one hidden layer of 24) on a synthetic regression with 18 features, eight of them
+    relevant, whose target has a small term in its own product with two of them (n = 18)."""
     from sklearn.datasets import make_regression
     from sklearn.neural_network import MLPRegressor
     from sklearn.pipeline import make_pipeline
